@@ -1,0 +1,136 @@
+//! Flushing: making appended bytes durable, in groups.
+//!
+//! `flush` fdatasyncs every segment with bytes not yet on the device (sealed
+//! ones with their indexes; the active one's data only — its indexes are
+//! rebuilt by recovery anyway) and, after segments were created or removed,
+//! the directory. Concurrent callers share one round: whoever holds
+//! `flush_lock` syncs everything in the kernel at that moment, and the others
+//! find their offsets durable when they get the lock.
+//!
+//! A failed fsync poisons the log. Retrying is unsafe: after a failed
+//! fdatasync the kernel may have dropped the dirty pages and a second call
+//! would report success for data that is gone.
+
+use crate::checkpoint::{self, RecoveryPoint, Shutdown};
+use crate::error::{EngineError, Result};
+use crate::log::PartitionLog;
+use crate::types::Offset;
+
+impl PartitionLog {
+    /// Makes every batch appended before this call durable; returns the
+    /// durable offset.
+    pub async fn flush(&self) -> Result<Offset> {
+        self.check_usable()?;
+        let target = self.log_end_offset();
+        if self.durable_offset() >= target {
+            return Ok(self.durable_offset());
+        }
+        let _permit = self
+            .flush_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for flush lock", &self.dir, e))?;
+        self.check_usable()?;
+        if self.durable_offset() >= target {
+            return Ok(self.durable_offset());
+        }
+        match self.flush_round().await {
+            Ok(d) => Ok(d),
+            Err(e) => Err(self.poison_with(e)),
+        }
+    }
+
+    /// One group commit. Caller holds `flush_lock`.
+    async fn flush_round(&self) -> Result<Offset> {
+        let records_before = self.flush_state.borrow().appended_records;
+        let segments: Vec<_> = self.segments.borrow().iter().cloned().collect();
+        let Some((active, sealed)) = segments.split_last() else {
+            return Ok(self.durable_offset());
+        };
+        for s in sealed.iter().filter(|s| s.needs_sync()) {
+            s.sync_all().await?;
+        }
+        let appender = active.appender();
+        let covered_next = appender.as_ref().map(|a| a.written_next()).unwrap_or(active.next_offset());
+        let covered_pos = active.sync_data().await?;
+        let dir_dirty = std::mem::replace(&mut self.flush_state.borrow_mut().dir_dirty, false);
+        if dir_dirty {
+            if let Err(e) = checkpoint::sync_dir(&self.dir).await {
+                self.flush_state.borrow_mut().dir_dirty = true;
+                return Err(e);
+            }
+        }
+        // What was in the kernel when the sync started is now durable. The
+        // end offset may lag it by appends that have not returned yet; those
+        // bytes are in the kernel, so the end may move up with it.
+        {
+            let mut o = self.offsets.borrow_mut();
+            o.advance_end(covered_next);
+            o.advance_durable(covered_next);
+        }
+        self.recovery_point.set(RecoveryPoint {
+            offset: covered_next,
+            segment_base: active.base(),
+            position: covered_pos,
+        });
+        let mut fs = self.flush_state.borrow_mut();
+        fs.flushed_records = fs.flushed_records.max(records_before);
+        fs.last_flush = self.clock.now_ms();
+        Ok(self.durable_offset())
+    }
+
+    /// Records appended since the last flush.
+    pub fn unflushed_records(&self) -> i64 {
+        let fs = self.flush_state.borrow();
+        fs.appended_records - fs.flushed_records
+    }
+
+    /// Flushes when `flush.messages` records are waiting (called after each
+    /// append, so the append returns only once durable).
+    pub(crate) async fn flush_if_policy_says(&self) -> Result<()> {
+        let flush_messages = self.config.borrow().flush_messages;
+        if self.unflushed_records() >= flush_messages {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Flushes when the last flush is `flush.ms` old and records wait
+    /// (called by the log manager's periodic task).
+    pub async fn flush_if_due(&self) -> Result<bool> {
+        let flush_ms = self.config.borrow().flush_ms;
+        let since = self.clock.now_ms().0 - self.flush_state.borrow().last_flush.0;
+        if self.unflushed_records() > 0 && since >= flush_ms {
+            self.flush().await?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Flushes, persists the active segment's indexes, and writes the
+    /// checkpoint marked clean. The log refuses further use.
+    pub async fn close(&self) -> Result<()> {
+        if self.closed.get() {
+            return Ok(());
+        }
+        let _append = self
+            .append_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for append lock", &self.dir, e))?;
+        let active = self.active();
+        if let Some(a) = active.appender() {
+            a.write_through(a.reserved_end()).await.map_err(|e| self.poison_with(e))?;
+            self.offsets.borrow_mut().advance_end(a.written_next());
+        }
+        self.flush().await?;
+        if let Some(a) = active.appender() {
+            // Direct mode leaves the last block zero-padded; cut it.
+            a.truncate(a.written_end()).await.map_err(|e| self.poison_with(e))?;
+        }
+        active.meta_mut().push_time_entry(active.base());
+        active.sync_all().await.map_err(|e| self.poison_with(e))?;
+        self.closed.set(true);
+        self.write_checkpoint(Shutdown::Clean).await
+    }
+}

@@ -1,0 +1,54 @@
+//! Ferrite's storage engine.
+//!
+//! # Programming model
+//!
+//! The engine runs on *shards*: one glommio executor per CPU, pinned to it
+//! ([`shard`]). Every partition belongs to exactly one shard, and its state —
+//! a [`log::PartitionLog`] in that shard's [`log_manager::LogManager`] — lives
+//! there as `Rc`/`RefCell`, so it is `!Send` by construction. Other shards and
+//! other threads reach it only by sending a message to its shard.
+//!
+//! A partition's log stores Kafka RecordBatch v2 bytes verbatim ([`batch`]),
+//! in segments ([`segment`]) with sparse offset and time indexes
+//! ([`offset_index`], [`time_index`]). Appends go through glommio's io_uring
+//! file API in groups ([`segment_appender`]); reads return file regions for
+//! `sendfile` or cached batches ([`log_read`]). Durability follows Kafka's
+//! `flush.messages` / `flush.ms` with group commits ([`flush`]); unclean
+//! shutdowns are recovered by a CRC scan from the recovery point
+//! ([`recovery`]); retention deletes whole old segments ([`retention`]).
+//!
+//! The on-disk formats are documented byte by byte in the module of the file
+//! that writes them: [`batch`], [`offset_index`], [`time_index`],
+//! [`checkpoint`].
+
+pub mod batch;
+pub mod batch_cache;
+pub mod checkpoint;
+pub mod clock;
+pub mod error;
+pub mod flush;
+pub mod index;
+pub mod log;
+pub mod log_config;
+pub mod log_read;
+pub mod offset_index;
+pub mod offsets;
+pub mod record;
+pub mod recovery;
+pub mod retention;
+pub mod scan;
+pub mod segment;
+pub mod segment_appender;
+pub mod segment_load;
+pub mod segment_reader;
+pub mod time_index;
+pub mod truncate;
+pub mod types;
+
+pub use error::{BatchError, EngineError, Result};
+pub use log::{AppendInfo, AppendMode, PartitionLog};
+pub use log_config::LogConfig;
+pub use log_read::{FileRegion, LogRead, ReadRegion, SizeLimit};
+pub use recovery::{OpenParams, Repair};
+pub use segment_appender::WriteMode;
+pub use types::{LeaderEpoch, Offset, ShardId, TimestampMs, TopicPartition};

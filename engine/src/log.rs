@@ -1,0 +1,395 @@
+//! A partition's log: an ordered run of segments, the offsets that describe
+//! it, and the append path.
+//!
+//! # Ownership and concurrency
+//!
+//! A `PartitionLog` lives on one shard (`Rc`, `!Send`); every method is called
+//! from that shard's executor. Appends are ordered by `append_lock`, held only
+//! while offsets are assigned and bytes reserved (and while the active segment
+//! rolls); the writes themselves are grouped by the active segment's appender,
+//! so many appends share one io_uring write. Flushes are grouped the same way
+//! by `flush_lock`: one fdatasync covers every append before it. Truncation
+//! takes both locks.
+//!
+//! The other concerns live in their own files, as further `impl` blocks:
+//! reads ([`crate::log_read`]), opening and recovery ([`crate::recovery`]),
+//! flushing ([`crate::flush`]), retention ([`crate::retention`]) and
+//! truncation ([`crate::truncate`]).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use glommio::sync::Semaphore;
+
+use crate::batch::{self, BatchInfo, Validation};
+use crate::batch_cache::{BatchCache, CachedBatch};
+use crate::checkpoint::{Checkpoint, RecoveryPoint, Shutdown};
+use crate::clock::Clock;
+use crate::error::{EngineError, Result};
+use crate::log_config::LogConfig;
+use crate::offsets::LogOffsets;
+use crate::segment::Segment;
+use crate::segment_appender::WriteMode;
+use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
+
+/// Who is appending, which decides how offsets are set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendMode {
+    /// A leader appending a producer's batches: the log assigns offsets and
+    /// stamps this epoch.
+    Leader { epoch: LeaderEpoch },
+    /// A follower appending batches fetched from its leader: offsets and
+    /// epochs are kept as they are.
+    Replica,
+}
+
+/// What an append did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub first_offset: Offset,
+    pub last_offset: Offset,
+    /// The log end offset after this append.
+    pub next_offset: Offset,
+    pub max_timestamp: TimestampMs,
+    pub batches: usize,
+    pub records: i64,
+    pub bytes: usize,
+}
+
+/// Why the log refuses to go on.
+#[derive(Clone, Debug)]
+pub(crate) struct Poison {
+    pub op: &'static str,
+    pub path: PathBuf,
+    pub cause: String,
+}
+
+/// Flush bookkeeping for `flush.messages` and `flush.ms`.
+#[derive(Debug)]
+pub(crate) struct FlushState {
+    pub appended_records: i64,
+    pub flushed_records: i64,
+    pub last_flush: TimestampMs,
+    /// Files were created or removed in the directory since its last fsync.
+    pub dir_dirty: bool,
+}
+
+pub struct PartitionLog {
+    pub(crate) tp: TopicPartition,
+    pub(crate) dir: PathBuf,
+    pub(crate) config: RefCell<LogConfig>,
+    pub(crate) mode: WriteMode,
+    pub(crate) clock: Rc<dyn Clock>,
+    pub(crate) segments: RefCell<VecDeque<Rc<Segment>>>,
+    pub(crate) offsets: RefCell<LogOffsets>,
+    pub(crate) recovery_point: Cell<RecoveryPoint>,
+    pub(crate) cache: RefCell<BatchCache>,
+    pub(crate) flush_state: RefCell<FlushState>,
+    pub(crate) poison: RefCell<Option<Poison>>,
+    pub(crate) closed: Cell<bool>,
+    pub(crate) append_lock: Semaphore,
+    pub(crate) flush_lock: Semaphore,
+    pub(crate) checkpoint_lock: Semaphore,
+}
+
+impl PartitionLog {
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> LogConfig {
+        self.config.borrow().clone()
+    }
+
+    pub fn set_config(&self, config: LogConfig) {
+        self.cache.borrow_mut().set_bytes_max(config.cache_bytes_max);
+        *self.config.borrow_mut() = config;
+    }
+
+    pub fn log_start_offset(&self) -> Offset {
+        self.offsets.borrow().log_start()
+    }
+
+    /// The log end offset: every batch below it is in the kernel.
+    pub fn log_end_offset(&self) -> Offset {
+        self.offsets.borrow().end()
+    }
+
+    /// Every batch below this offset is on the device.
+    pub fn durable_offset(&self) -> Offset {
+        self.offsets.borrow().durable()
+    }
+
+    pub fn recovery_point(&self) -> RecoveryPoint {
+        self.recovery_point.get()
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.segments.borrow().len()
+    }
+
+    /// Base offsets of the segments, oldest first.
+    pub fn segment_bases(&self) -> Vec<Offset> {
+        self.segments.borrow().iter().map(|s| s.base()).collect()
+    }
+
+    /// Bytes in all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.borrow().iter().map(|s| s.size()).sum()
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poison.borrow().is_some()
+    }
+
+    pub(crate) fn active(&self) -> Rc<Segment> {
+        let segs = self.segments.borrow();
+        let last = segs.back().cloned();
+        assert!(last.is_some(), "a log always has an active segment");
+        last.unwrap_or_else(|| unreachable!())
+    }
+
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if let Some(p) = self.poison.borrow().as_ref() {
+            return Err(EngineError::Poisoned {
+                tp: self.tp.clone(),
+                op: p.op,
+                path: p.path.clone(),
+                cause: p.cause.clone(),
+            });
+        }
+        if self.closed.get() {
+            return Err(EngineError::Poisoned {
+                tp: self.tp.clone(),
+                op: "use after close",
+                path: self.dir.clone(),
+                cause: "the log is closed".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a failed write or fsync: the log refuses everything from now
+    /// on. Returns the error to hand back.
+    pub(crate) fn poison_with(&self, err: EngineError) -> EngineError {
+        let (op, path) = match &err {
+            EngineError::Io { op, path, .. } => (*op, path.clone()),
+            _ => ("write", self.dir.clone()),
+        };
+        tracing::error!(tp = %self.tp, %op, path = %path.display(), error = %err, "log poisoned");
+        let mut poison = self.poison.borrow_mut();
+        if poison.is_none() {
+            *poison = Some(Poison {
+                op,
+                path,
+                cause: err.to_string(),
+            });
+        }
+        err
+    }
+
+    /// Appends a record set (one or more batches). All batches are validated
+    /// first; if any is refused nothing is written. Returns once the bytes are
+    /// in the kernel, and, when the flush policy asks, on the device.
+    pub async fn append(&self, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
+        self.check_usable()?;
+        let batches = self.validate_record_set(&records, mode)?;
+        let permit = self
+            .append_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for append lock", &self.dir, e))?;
+        self.check_usable()?;
+        let base = match mode {
+            AppendMode::Leader { .. } => self.active().next_offset(),
+            AppendMode::Replica => batches[0].1.base_offset,
+        };
+        if mode == AppendMode::Replica && base < self.active().next_offset() {
+            return Err(EngineError::NonContiguousAppend {
+                tp: self.tp.clone(),
+                batch_base: base,
+                log_end: self.active().next_offset(),
+            });
+        }
+        if self.should_roll(records.len() as u64, &batches, base, mode) {
+            self.roll(base).await?;
+        }
+        let (info, appender, end_pos) = self.reserve(records, &batches, mode);
+        drop(permit);
+        if let Err(e) = appender.write_through(end_pos).await {
+            return Err(self.poison_with(e));
+        }
+        self.offsets.borrow_mut().advance_end(appender.written_next());
+        self.flush_state.borrow_mut().appended_records += info.records;
+        self.flush_if_policy_says().await?;
+        Ok(info)
+    }
+
+    /// Validates every batch of a record set; returns each one's position in
+    /// the set and facts. An empty set is refused.
+    fn validate_record_set(&self, records: &[u8], mode: AppendMode) -> Result<Vec<(usize, BatchInfo)>> {
+        let size_max = self.config.borrow().max_message_bytes;
+        let validation = match mode {
+            AppendMode::Leader { .. } => Validation::Producer,
+            AppendMode::Replica => Validation::Stored,
+        };
+        let mut out = Vec::new();
+        let mut pos = 0usize;
+        while pos < records.len() {
+            let info = batch::validate(&records[pos..], size_max, validation).map_err(|source| {
+                EngineError::Batch {
+                    tp: self.tp.clone(),
+                    position: pos,
+                    source,
+                }
+            })?;
+            if mode == AppendMode::Replica {
+                if let Some((_, prev)) = out.last() {
+                    let prev: &BatchInfo = prev;
+                    if info.base_offset < prev.next_offset() {
+                        return Err(EngineError::Batch {
+                            tp: self.tp.clone(),
+                            position: pos,
+                            source: crate::error::BatchError::Invalid {
+                                reason: "replicated batch offsets go backwards",
+                            },
+                        });
+                    }
+                }
+            }
+            out.push((pos, info));
+            pos += info.size;
+        }
+        if out.is_empty() {
+            return Err(EngineError::Batch {
+                tp: self.tp.clone(),
+                position: 0,
+                source: crate::error::BatchError::Truncated {
+                    needed: batch::HEADER_BYTES,
+                    available: 0,
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    fn should_roll(&self, bytes: u64, batches: &[(usize, BatchInfo)], base: Offset, mode: AppendMode) -> bool {
+        let active = self.active();
+        if active.is_empty() {
+            return false;
+        }
+        let config = self.config.borrow();
+        let meta = active.meta();
+        let last = match mode {
+            AppendMode::Leader { .. } => {
+                let span: i64 = batches.iter().map(|(_, b)| i64::from(b.last_offset_delta) + 1).sum();
+                base.plus(span - 1)
+            }
+            AppendMode::Replica => batches[batches.len() - 1].1.last_offset(),
+        };
+        let too_big = meta.size + bytes > config.segment_bytes;
+        let too_old = meta
+            .first_append
+            .is_some_and(|t| self.clock.now_ms().0 - t.0 >= config.segment_ms);
+        let index_full = meta.index_bytes() + 8 > config.segment_index_bytes;
+        let offsets_overflow = last.0 - active.base().0 > i64::from(u32::MAX);
+        too_big || too_old || index_full || offsets_overflow
+    }
+
+    /// Seals the active segment and starts a new one at `base`.
+    pub(crate) async fn roll(&self, base: Offset) -> Result<()> {
+        let old = self.active();
+        if let Err(e) = old.seal().await {
+            return Err(self.poison_with(e));
+        }
+        let new = match Segment::create(&self.dir, base, self.mode).await {
+            Ok(s) => s,
+            Err(e) => return Err(self.poison_with(e)),
+        };
+        tracing::debug!(tp = %self.tp, old = %old.base(), new = %base, "rolled segment");
+        self.segments.borrow_mut().push_back(Rc::new(new));
+        self.flush_state.borrow_mut().dir_dirty = true;
+        Ok(())
+    }
+
+    /// Assigns offsets (leader), accounts for every batch in the active
+    /// segment and the cache, and queues the bytes. Synchronous: the append
+    /// order is decided here.
+    fn reserve(
+        &self,
+        mut records: BytesMut,
+        batches: &[(usize, BatchInfo)],
+        mode: AppendMode,
+    ) -> (AppendInfo, Rc<crate::segment_appender::SegmentAppender>, u64) {
+        let active = self.active();
+        let appender = active.appender();
+        assert!(appender.is_some(), "the last segment is active");
+        let appender = appender.unwrap_or_else(|| unreachable!());
+        let interval = self.config.borrow().index_interval_bytes;
+        let mut next = active.next_offset();
+        let mut stamped = Vec::with_capacity(batches.len());
+        for (pos, info) in batches {
+            let mut info = *info;
+            if let AppendMode::Leader { epoch } = mode {
+                batch::stamp(&mut records[*pos..], next, epoch);
+                info.base_offset = next;
+                info.leader_epoch = epoch;
+            }
+            next = info.next_offset();
+            stamped.push((*pos, info));
+        }
+        let bytes = records.freeze();
+        let now = self.clock.now_ms();
+        let mut meta = active.meta_mut();
+        if meta.first_append.is_none() {
+            meta.first_append = Some(now);
+        }
+        let mut cache = self.cache.borrow_mut();
+        for (pos, info) in &stamped {
+            let seg_pos = meta.size;
+            meta.note_batch(active.base(), info, seg_pos, interval);
+            cache.push(CachedBatch {
+                base: info.base_offset,
+                next: info.next_offset(),
+                bytes: bytes.slice(*pos..*pos + info.size),
+            });
+        }
+        let first = stamped[0].1;
+        let last = stamped[stamped.len() - 1].1;
+        let info = AppendInfo {
+            first_offset: first.base_offset,
+            last_offset: last.last_offset(),
+            next_offset: last.next_offset(),
+            max_timestamp: stamped.iter().map(|(_, b)| b.max_timestamp).max().unwrap_or(TimestampMs::NONE),
+            batches: stamped.len(),
+            records: stamped.iter().map(|(_, b)| i64::from(b.record_count)).sum(),
+            bytes: bytes.len(),
+        };
+        let end_pos = appender.reserve(bytes, info.next_offset);
+        assert!(end_pos == meta.size, "appender and segment disagree on the size");
+        (info, appender, end_pos)
+    }
+
+    /// Writes the checkpoint file with the current log start and recovery
+    /// point.
+    pub async fn write_checkpoint(&self, shutdown: Shutdown) -> Result<()> {
+        let _permit = self
+            .checkpoint_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for checkpoint lock", &self.dir, e))?;
+        let cp = Checkpoint {
+            log_start: self.log_start_offset(),
+            recovery: self.recovery_point.get(),
+            shutdown,
+        };
+        cp.store(&self.dir).await
+    }
+}

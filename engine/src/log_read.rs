@@ -1,0 +1,331 @@
+//! Reads: offsets to byte regions, for zero-copy sends.
+//!
+//! A read names the bytes to send rather than copying them: a region of one
+//! segment file (descriptor, position, length) for `sendfile`, or the cached
+//! batches when the reader is at the tail. Regions always hold whole batches,
+//! from the batch that contains the requested offset, each ending at or below
+//! the caller's upper bound (the high watermark), within `max_bytes` — except
+//! that with [`SizeLimit::AtLeastOneBatch`] the first batch is returned whole
+//! even when larger (Kafka's KIP-74 rule, so a consumer can always progress).
+//!
+//! Finding the region costs an index look-up and a short walk over batch
+//! headers at each end; record bytes are never read.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::batch::BatchInfo;
+use crate::error::{EngineError, Result};
+use crate::log::PartitionLog;
+use crate::record;
+use crate::segment::Segment;
+use crate::segment_reader::SegmentFile;
+use crate::types::{Offset, TimestampMs};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeLimit {
+    /// Never more than `max_bytes`.
+    Strict,
+    /// The first batch whole even when it is larger than `max_bytes`.
+    AtLeastOneBatch,
+}
+
+/// Bytes of one segment file to send as they are.
+#[derive(Clone)]
+pub struct FileRegion {
+    pub file: Rc<SegmentFile>,
+    pub position: u64,
+    pub len: u64,
+}
+
+impl std::fmt::Debug for FileRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}+{}", self.file.path().display(), self.position, self.len)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum ReadRegion {
+    Empty,
+    File(FileRegion),
+    Cached(Vec<Bytes>),
+}
+
+/// The result of a read: where the bytes are and which offsets they cover.
+#[derive(Clone, Debug)]
+pub struct LogRead {
+    pub region: ReadRegion,
+    /// Base offset of the first batch (the requested offset when empty).
+    pub first_offset: Offset,
+    /// Offset after the last batch (the requested offset when empty).
+    pub next_offset: Offset,
+    pub bytes: u64,
+}
+
+impl LogRead {
+    fn empty(at: Offset) -> LogRead {
+        LogRead {
+            region: ReadRegion::Empty,
+            first_offset: at,
+            next_offset: at,
+            bytes: 0,
+        }
+    }
+
+    /// Copies the bytes out (tests, and readers that cannot sendfile).
+    pub async fn to_vec(&self) -> Result<Vec<u8>> {
+        match &self.region {
+            ReadRegion::Empty => Ok(Vec::new()),
+            ReadRegion::Cached(batches) => Ok(batches.iter().flat_map(|b| b.iter().copied()).collect()),
+            ReadRegion::File(r) => {
+                let v = r.file.read_at(r.position, r.len as usize).await?;
+                if v.len() as u64 != r.len {
+                    return Err(EngineError::BadFile {
+                        path: r.file.path().to_path_buf(),
+                        reason: format!("region {}+{} runs past the end of the file", r.position, r.len),
+                    });
+                }
+                Ok(v)
+            }
+        }
+    }
+}
+
+/// The first record at or after a timestamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimestampHit {
+    pub offset: Offset,
+    pub timestamp: TimestampMs,
+}
+
+impl PartitionLog {
+    /// Reads whole batches from the one holding `from`, below `upper`.
+    pub async fn read(&self, from: Offset, max_bytes: usize, upper: Offset, limit: SizeLimit) -> Result<LogRead> {
+        let (log_start, end) = {
+            let o = self.offsets.borrow();
+            (o.log_start(), o.end())
+        };
+        if from < log_start || from > end {
+            return Err(EngineError::OffsetOutOfRange {
+                tp: self.tp.clone(),
+                requested: from,
+                log_start,
+                log_end: end,
+            });
+        }
+        let upper = upper.min(end);
+        if from >= upper {
+            return Ok(LogRead::empty(from));
+        }
+        let at_least_one = limit == SizeLimit::AtLeastOneBatch;
+        if let Some(hit) = self.cache.borrow().read(from, max_bytes, upper, at_least_one) {
+            return Ok(LogRead {
+                first_offset: hit.first_offset,
+                next_offset: if hit.batches.is_empty() { from } else { hit.next_offset },
+                bytes: hit.bytes as u64,
+                region: if hit.batches.is_empty() {
+                    ReadRegion::Empty
+                } else {
+                    ReadRegion::Cached(hit.batches)
+                },
+            });
+        }
+        let mut at = from;
+        loop {
+            let Some(segment) = self.segment_for(at) else {
+                return Ok(LogRead::empty(from));
+            };
+            match self.read_segment(&segment, at, max_bytes, upper, at_least_one).await? {
+                SegmentRead::Found(r) => return Ok(r),
+                SegmentRead::NotHere => {
+                    // Only when offsets have a gap past this segment's end.
+                    let next = self.segment_after(segment.base());
+                    match next {
+                        Some(s) if s.base() < upper => at = s.base(),
+                        _ => return Ok(LogRead::empty(from)),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The segment whose base is the greatest at or below `offset`.
+    pub(crate) fn segment_for(&self, offset: Offset) -> Option<Rc<Segment>> {
+        let segs = self.segments.borrow();
+        let n = segs.partition_point(|s| s.base() <= offset);
+        n.checked_sub(1).map(|i| segs[i].clone())
+    }
+
+    fn segment_after(&self, base: Offset) -> Option<Rc<Segment>> {
+        let segs = self.segments.borrow();
+        let n = segs.partition_point(|s| s.base() <= base);
+        segs.get(n).cloned()
+    }
+
+    async fn read_segment(
+        &self,
+        segment: &Segment,
+        from: Offset,
+        max_bytes: usize,
+        upper: Offset,
+        at_least_one: bool,
+    ) -> Result<SegmentRead> {
+        let file = segment.reader();
+        let seg_end = segment.readable_end();
+        let (_, index_pos) = segment.index_lookup(from);
+        let Some((start, first)) = file.find_offset(index_pos, from, seg_end).await? else {
+            return Ok(SegmentRead::NotHere);
+        };
+        if first.next_offset() > upper {
+            return Ok(SegmentRead::Found(LogRead::empty(from)));
+        }
+        let (upper_pos, upper_next) = self.position_below(segment, &file, upper, seg_end).await?;
+        let first_end = start + first.size as u64;
+        let limit = start.saturating_add(max_bytes as u64).min(upper_pos);
+        let (stop, next) = if limit >= first_end {
+            if limit == upper_pos {
+                (upper_pos, upper_next)
+            } else {
+                self.boundary_before(segment, &file, start, first_end, first.next_offset(), limit, seg_end)
+                    .await?
+            }
+        } else if at_least_one {
+            (first_end, first.next_offset())
+        } else {
+            return Ok(SegmentRead::Found(LogRead::empty(from)));
+        };
+        Ok(SegmentRead::Found(LogRead {
+            region: ReadRegion::File(crate::log_read::FileRegion {
+                file,
+                position: start,
+                len: stop - start,
+            }),
+            first_offset: first.base_offset,
+            next_offset: next,
+            bytes: stop - start,
+        }))
+    }
+
+    /// Position (and offset) where the batches below `upper` end in this
+    /// segment. `upper` is a batch boundary or beyond the segment.
+    async fn position_below(
+        &self,
+        segment: &Segment,
+        file: &SegmentFile,
+        upper: Offset,
+        seg_end: u64,
+    ) -> Result<(u64, Offset)> {
+        let seg_next = match segment.appender() {
+            Some(a) => a.written_next(),
+            None => segment.next_offset(),
+        };
+        if upper >= seg_next {
+            return Ok((seg_end, seg_next));
+        }
+        let (_, pos) = segment.index_lookup(upper);
+        match file.find_offset(pos, upper, seg_end).await? {
+            Some((p, info)) if info.base_offset >= upper => Ok((p, upper)),
+            // `upper` falls inside a batch: stop before that batch.
+            Some((p, _)) => Ok((p, upper)),
+            None => Ok((seg_end, seg_next)),
+        }
+    }
+
+    /// The last batch boundary at or before `limit`, walking from the
+    /// nearest indexed batch (or from the first batch's end).
+    #[allow(clippy::too_many_arguments)]
+    async fn boundary_before(
+        &self,
+        segment: &Segment,
+        file: &SegmentFile,
+        start: u64,
+        first_end: u64,
+        first_next: Offset,
+        limit: u64,
+        seg_end: u64,
+    ) -> Result<(u64, Offset)> {
+        let (idx_offset, idx_pos) = segment.index_lookup_position(limit);
+        let (walk_from, walk_next) = if idx_pos >= first_end {
+            (idx_pos, idx_offset)
+        } else {
+            (first_end, first_next)
+        };
+        debug_assert!(walk_from > start);
+        let (pos, next) = file.last_boundary_before(walk_from, limit, seg_end).await?;
+        if pos == walk_from {
+            Ok((walk_from, walk_next))
+        } else {
+            Ok((pos, next))
+        }
+    }
+
+    /// The first record whose timestamp is at or after `target`, among
+    /// batches below `upper`. Uncompressed batches are searched record by
+    /// record; for a compressed batch the answer is its first record with
+    /// the batch's max timestamp (the records are not decompressed).
+    pub async fn offset_for_timestamp(&self, target: TimestampMs, upper: Offset) -> Result<Option<TimestampHit>> {
+        let segments: Vec<Rc<Segment>> = self.segments.borrow().iter().cloned().collect();
+        let log_start = self.log_start_offset();
+        for segment in segments {
+            if segment.largest_timestamp() < target {
+                continue;
+            }
+            let file = segment.reader();
+            let seg_end = segment.readable_end();
+            let (_, pos) = segment.time_lookup(target);
+            let Some((batch_pos, info)) = file.find_timestamp(pos, target, seg_end).await? else {
+                continue;
+            };
+            if info.next_offset() > upper {
+                return Ok(None);
+            }
+            let hit = self.record_at_timestamp(&file, batch_pos, &info, target).await?;
+            if hit.offset < log_start {
+                return Ok(Some(TimestampHit {
+                    offset: log_start,
+                    timestamp: hit.timestamp,
+                }));
+            }
+            return Ok(Some(hit));
+        }
+        Ok(None)
+    }
+
+    async fn record_at_timestamp(
+        &self,
+        file: &SegmentFile,
+        batch_pos: u64,
+        info: &BatchInfo,
+        target: TimestampMs,
+    ) -> Result<TimestampHit> {
+        let batch_level = TimestampHit {
+            offset: info.base_offset,
+            timestamp: info.max_timestamp,
+        };
+        if info.compression != crate::batch::Compression::None
+            || info.timestamp_type == crate::batch::TimestampType::LogAppendTime
+        {
+            return Ok(batch_level);
+        }
+        let bytes = file.read_at(batch_pos, info.size).await?;
+        let Ok(records) = record::decode_records(&bytes[crate::batch::HEADER_BYTES..], info.record_count) else {
+            return Ok(batch_level);
+        };
+        for r in records {
+            let ts = TimestampMs(info.base_timestamp.0.saturating_add(r.timestamp_delta));
+            if ts >= target {
+                return Ok(TimestampHit {
+                    offset: info.base_offset.plus(i64::from(r.offset_delta)),
+                    timestamp: ts,
+                });
+            }
+        }
+        Ok(batch_level)
+    }
+}
+
+enum SegmentRead {
+    Found(LogRead),
+    NotHere,
+}

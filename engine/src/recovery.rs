@@ -1,0 +1,332 @@
+//! Opening a partition's log, and recovering it after an unclean shutdown.
+//!
+//! The checkpoint file ([`crate::checkpoint`]) says whether the log was
+//! closed cleanly and where its recovery point is: the last position known to
+//! be on the device.
+//!
+//! - **Clean shutdown**: every segment is loaded from its persisted indexes,
+//!   checked against the log file, and only the headers after the last index
+//!   entry are walked. Nothing is CRC-scanned.
+//! - **Unclean shutdown**: segments wholly below the recovery point load as
+//!   above. The segment holding the recovery point and every later one are
+//!   scanned from their start, CRC by CRC, and their indexes rebuilt. The
+//!   first invalid batch ends the log:
+//!   - at or after the recovery point it is a torn write: the file is cut
+//!     there and later segments are deleted;
+//!   - before it, the bytes had been fsynced, so this is corruption, not a
+//!     torn write: the partition is refused with an error naming the file
+//!     and position, unless the operator asked for [`Repair::Truncate`].
+//!
+//! Recovery then fsyncs what it kept, so the recovery point moves to the end.
+//! Any index that fails its checks is rebuilt by a scan, in either case.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use glommio::sync::Semaphore;
+
+use crate::batch_cache::BatchCache;
+use crate::checkpoint::{self, Checkpoint, RecoveryPoint, Shutdown};
+use crate::clock::Clock;
+use crate::error::{EngineError, Result};
+use crate::log::{FlushState, PartitionLog};
+use crate::log_config::LogConfig;
+use crate::offsets::LogOffsets;
+use crate::scan::ScanStop;
+use crate::segment::{self, Segment, SegmentPaths};
+use crate::segment_appender::{SegmentAppender, WriteMode};
+use crate::segment_load::{self, Scanned};
+use crate::segment_reader::SegmentFile;
+use crate::types::{Offset, TopicPartition};
+
+/// What to do with corruption below the recovery point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repair {
+    /// Refuse to open the partition (the default).
+    Refuse,
+    /// Cut the log at the corruption, losing what follows (`log.recovery.repair=true`).
+    Truncate,
+}
+
+pub struct OpenParams {
+    pub tp: TopicPartition,
+    pub dir: PathBuf,
+    pub config: LogConfig,
+    pub mode: WriteMode,
+    pub clock: Rc<dyn Clock>,
+    pub repair: Repair,
+}
+
+/// How much of a segment is known to be on the device.
+#[derive(Clone, Copy, Debug)]
+enum Durable {
+    Whole,
+    Below(u64),
+}
+
+/// How the log was found, for logs and tests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenReport {
+    pub shutdown: Shutdown,
+    pub segments_scanned: usize,
+    pub truncated_at: Option<(PathBuf, u64)>,
+    pub segments_deleted: usize,
+}
+
+impl PartitionLog {
+    /// Opens (creating if needed) the log in `params.dir`.
+    pub async fn open(params: OpenParams) -> Result<Rc<PartitionLog>> {
+        Ok(PartitionLog::open_with_report(params).await?.0)
+    }
+
+    pub async fn open_with_report(params: OpenParams) -> Result<(Rc<PartitionLog>, OpenReport)> {
+        let dir = params.dir.clone();
+        std::fs::create_dir_all(&dir).map_err(|e| EngineError::io("create partition directory", &dir, e))?;
+        let bases = list_segments(&dir)?;
+        let cp = Checkpoint::load(&dir).await?;
+        let first_base = bases.first().copied().unwrap_or(Offset::ZERO);
+        let cp = cp.unwrap_or(Checkpoint {
+            log_start: first_base,
+            recovery: RecoveryPoint {
+                offset: first_base,
+                segment_base: first_base,
+                position: 0,
+            },
+            shutdown: Shutdown::Unclean,
+        });
+        let mut report = OpenReport {
+            shutdown: cp.shutdown,
+            segments_scanned: 0,
+            truncated_at: None,
+            segments_deleted: 0,
+        };
+        check_recovery_segment_present(&dir, &bases, &cp, params.repair)?;
+        let mut segments = load_segments(&params, &bases, &cp, &mut report).await?;
+        let log_start = cp.log_start.max(segments.front().map(|s| s.base()).unwrap_or(cp.log_start));
+        let end_of = |segs: &VecDeque<Rc<Segment>>| segs.back().map(|s| s.next_offset());
+        if segments.is_empty() || end_of(&segments).is_some_and(|end| end < log_start) {
+            for s in segments.drain(..) {
+                s.delete_files().await?;
+                report.segments_deleted += 1;
+            }
+            segments.push_back(Rc::new(Segment::create(&dir, log_start, params.mode).await?));
+        }
+        activate_last(&segments, params.mode).await?;
+        for s in segments.iter() {
+            if s.needs_sync() {
+                s.sync_all().await?;
+            }
+        }
+        checkpoint::sync_dir(&dir).await?;
+        let active = segments.back().cloned().unwrap_or_else(|| unreachable!());
+        let end = active.next_offset();
+        let log = Rc::new(PartitionLog {
+            tp: params.tp,
+            dir,
+            cache: std::cell::RefCell::new(BatchCache::new(params.config.cache_bytes_max)),
+            config: std::cell::RefCell::new(params.config),
+            mode: params.mode,
+            flush_state: std::cell::RefCell::new(FlushState {
+                appended_records: 0,
+                flushed_records: 0,
+                last_flush: params.clock.now_ms(),
+                dir_dirty: false,
+            }),
+            clock: params.clock,
+            segments: std::cell::RefCell::new(segments),
+            offsets: std::cell::RefCell::new(LogOffsets::new(log_start, end, end)),
+            recovery_point: std::cell::Cell::new(RecoveryPoint {
+                offset: end,
+                segment_base: active.base(),
+                position: active.size(),
+            }),
+            poison: std::cell::RefCell::new(None),
+            closed: std::cell::Cell::new(false),
+            append_lock: Semaphore::new(1),
+            flush_lock: Semaphore::new(1),
+            checkpoint_lock: Semaphore::new(1),
+        });
+        log.write_checkpoint(Shutdown::Unclean).await?;
+        tracing::info!(tp = %log.tp, ?report, log_start = %log_start, log_end = %end, "opened log");
+        Ok((log, report))
+    }
+}
+
+/// Base offsets of the `.log` files in `dir`, ascending. Removes leftovers
+/// of interrupted operations (a checkpoint temp file, index files whose log
+/// is gone).
+fn list_segments(dir: &Path) -> Result<Vec<Offset>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| EngineError::io("list partition directory", dir, e))?;
+    let mut bases = Vec::new();
+    let mut indexes = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| EngineError::io("list partition directory", dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(base) = segment::parse_file_name(&name, "log") {
+            bases.push(base);
+        } else if let Some(base) =
+            segment::parse_file_name(&name, "index").or_else(|| segment::parse_file_name(&name, "timeindex"))
+        {
+            indexes.push((base, entry.path()));
+        } else if name.ends_with(".tmp") {
+            remove_file(&entry.path())?;
+        }
+    }
+    bases.sort();
+    for (base, path) in indexes {
+        if bases.binary_search(&base).is_err() {
+            remove_file(&path)?;
+        }
+    }
+    Ok(bases)
+}
+
+fn remove_file(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(EngineError::io("remove leftover file", path, e)),
+    }
+}
+
+/// A segment at or below the recovery point must exist: it was fsynced,
+/// directory entry included. (One below the first segment was removed by
+/// retention after the checkpoint was written, which is fine.)
+fn check_recovery_segment_present(dir: &Path, bases: &[Offset], cp: &Checkpoint, repair: Repair) -> Result<()> {
+    let rp = cp.recovery;
+    let Some(first) = bases.first() else {
+        if rp.position > 0 && repair == Repair::Refuse {
+            return Err(EngineError::CorruptBelowRecoveryPoint {
+                path: SegmentPaths::new(dir, rp.segment_base).log,
+                position: 0,
+                reason: "the segment holding the recovery point is missing".into(),
+            });
+        }
+        return Ok(());
+    };
+    if rp.segment_base >= *first && bases.binary_search(&rp.segment_base).is_err() && repair == Repair::Refuse {
+        return Err(EngineError::CorruptBelowRecoveryPoint {
+            path: SegmentPaths::new(dir, rp.segment_base).log,
+            position: 0,
+            reason: "the segment holding the recovery point is missing".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Loads or scans every segment in order, cutting the log at the first
+/// invalid batch.
+async fn load_segments(
+    params: &OpenParams,
+    bases: &[Offset],
+    cp: &Checkpoint,
+    report: &mut OpenReport,
+) -> Result<VecDeque<Rc<Segment>>> {
+    let interval = params.config.index_interval_bytes;
+    let mut segments = VecDeque::new();
+    for (i, &base) in bases.iter().enumerate() {
+        let paths = SegmentPaths::new(&params.dir, base);
+        let reader = SegmentFile::open(&paths.log).await?;
+        let durable = match cp.shutdown {
+            Shutdown::Clean => Durable::Whole,
+            Shutdown::Unclean if base < cp.recovery.segment_base => Durable::Whole,
+            Shutdown::Unclean if base == cp.recovery.segment_base => Durable::Below(cp.recovery.position),
+            Shutdown::Unclean => Durable::Below(0),
+        };
+        let trusted = match durable {
+            Durable::Whole => segment_load::load_from_indexes(base, &paths, &reader).await?,
+            Durable::Below(_) => None,
+        };
+        let meta = match trusted {
+            Some(meta) => meta,
+            None => {
+                report.segments_scanned += 1;
+                let scanned = segment_load::scan_segment(base, &paths, &reader, interval).await?;
+                match settle_scan(params, &paths, scanned, durable, report).await? {
+                    (meta, Continue::Yes) => meta,
+                    (meta, Continue::No) => {
+                        segments.push_back(Rc::new(Segment::assemble(base, paths, reader, None, meta)));
+                        for &later in &bases[i + 1..] {
+                            delete_segment(&params.dir, later).await?;
+                            report.segments_deleted += 1;
+                        }
+                        return Ok(segments);
+                    }
+                }
+            }
+        };
+        segments.push_back(Rc::new(Segment::assemble(base, paths, reader, None, meta)));
+    }
+    Ok(segments)
+}
+
+enum Continue {
+    Yes,
+    No,
+}
+
+/// Decides what a scan's stop means: corruption below the durable bound is
+/// refused (or repaired); anything else cuts the file there.
+async fn settle_scan(
+    params: &OpenParams,
+    paths: &SegmentPaths,
+    scanned: Scanned,
+    durable: Durable,
+    report: &mut OpenReport,
+) -> Result<(crate::segment::SegmentMeta, Continue)> {
+    let Scanned { meta, stop, file_size } = scanned;
+    let bound = match durable {
+        Durable::Whole => file_size,
+        Durable::Below(p) => p,
+    };
+    if let Durable::Below(p) = durable {
+        if file_size < p && params.repair == Repair::Refuse {
+            return Err(EngineError::CorruptBelowRecoveryPoint {
+                path: paths.log.clone(),
+                position: file_size,
+                reason: format!("file ends at {file_size}, before the recovery point at {p}"),
+            });
+        }
+    }
+    match stop {
+        ScanStop::End => Ok((meta, Continue::Yes)),
+        ScanStop::Invalid { position, reason } => {
+            if position < bound && params.repair == Repair::Refuse {
+                return Err(EngineError::CorruptBelowRecoveryPoint {
+                    path: paths.log.clone(),
+                    position,
+                    reason,
+                });
+            }
+            if position < bound {
+                tracing::warn!(tp = %params.tp, path = %paths.log.display(), position, %reason,
+                    "repairing corruption below the recovery point: truncating");
+            } else {
+                tracing::info!(tp = %params.tp, path = %paths.log.display(), position, %reason,
+                    "truncating torn tail");
+            }
+            segment_load::truncate_file(&paths.log, position).await?;
+            report.truncated_at = Some((paths.log.clone(), position));
+            Ok((meta, Continue::No))
+        }
+    }
+}
+
+async fn delete_segment(dir: &Path, base: Offset) -> Result<()> {
+    let paths = SegmentPaths::new(dir, base);
+    for p in [&paths.log, &paths.index, &paths.time_index] {
+        remove_file(p)?;
+    }
+    Ok(())
+}
+
+/// Gives the last segment an appender.
+async fn activate_last(segments: &VecDeque<Rc<Segment>>, mode: WriteMode) -> Result<()> {
+    let last = segments.back().unwrap_or_else(|| unreachable!());
+    if last.appender().is_none() {
+        let appender = SegmentAppender::open(&last.paths().log, mode, last.size(), last.next_offset()).await?;
+        last.set_appender(appender);
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Retention: deleting whole old segments, never the active one.
+//!
+//! - `retention.ms`: a sealed segment goes once its largest timestamp is more
+//!   than `retention.ms` old (`-1`: keep forever).
+//! - `retention.bytes`: the oldest sealed segments go while the partition
+//!   would still hold at least `retention.bytes` without them (`-1`: no
+//!   limit).
+//!
+//! Both only ever delete a prefix of the segments, oldest first, as Kafka
+//! does. The log start offset moves to the first remaining segment and is
+//! persisted in the checkpoint; reads below it get `OffsetOutOfRange`.
+
+use crate::checkpoint::{RecoveryPoint, Shutdown};
+use crate::error::{EngineError, Result};
+use crate::log::PartitionLog;
+use crate::types::{Offset, TimestampMs};
+
+/// The facts retention needs about one sealed segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentFacts {
+    pub size: u64,
+    pub largest_timestamp: TimestampMs,
+}
+
+/// How many leading sealed segments to delete. `total_bytes` includes the
+/// active segment, which is never counted among `sealed`.
+pub fn segments_to_delete(
+    sealed: &[SegmentFacts],
+    total_bytes: u64,
+    now: TimestampMs,
+    retention_ms: i64,
+    retention_bytes: i64,
+) -> usize {
+    let by_time = if retention_ms < 0 {
+        0
+    } else {
+        sealed
+            .iter()
+            .take_while(|s| now.0.saturating_sub(s.largest_timestamp.0) > retention_ms)
+            .count()
+    };
+    let by_size = if retention_bytes < 0 {
+        0
+    } else {
+        let mut remaining = total_bytes;
+        sealed
+            .iter()
+            .take_while(|s| {
+                let keep = remaining.saturating_sub(s.size) >= retention_bytes as u64 && remaining >= s.size;
+                if keep {
+                    remaining -= s.size;
+                }
+                keep
+            })
+            .count()
+    };
+    by_time.max(by_size)
+}
+
+/// What a retention run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetentionOutcome {
+    pub segments_deleted: usize,
+    pub bytes_deleted: u64,
+    pub log_start: Offset,
+}
+
+impl PartitionLog {
+    /// Applies `retention.ms` and `retention.bytes` now.
+    pub async fn apply_retention(&self) -> Result<RetentionOutcome> {
+        self.check_usable()?;
+        let _flush = self
+            .flush_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for flush lock", &self.dir, e))?;
+        let (retention_ms, retention_bytes) = {
+            let c = self.config.borrow();
+            (c.retention_ms, c.retention_bytes)
+        };
+        let doomed = {
+            let segs = self.segments.borrow();
+            let sealed: Vec<SegmentFacts> = segs
+                .iter()
+                .take(segs.len() - 1)
+                .map(|s| SegmentFacts {
+                    size: s.size(),
+                    largest_timestamp: s.largest_timestamp(),
+                })
+                .collect();
+            let total = segs.iter().map(|s| s.size()).sum();
+            segments_to_delete(&sealed, total, self.clock.now_ms(), retention_ms, retention_bytes)
+        };
+        if doomed == 0 {
+            return Ok(RetentionOutcome {
+                log_start: self.log_start_offset(),
+                ..RetentionOutcome::default()
+            });
+        }
+        let removed: Vec<_> = self.segments.borrow_mut().drain(..doomed).collect();
+        let new_start = self.segments.borrow().front().map(|s| s.base()).unwrap_or_else(|| unreachable!());
+        self.offsets.borrow_mut().advance_log_start(new_start);
+        self.cache.borrow_mut().drop_below(new_start);
+        if self.recovery_point.get().offset < new_start {
+            self.recovery_point.set(RecoveryPoint {
+                offset: new_start,
+                segment_base: new_start,
+                position: 0,
+            });
+        }
+        let mut outcome = RetentionOutcome {
+            segments_deleted: removed.len(),
+            bytes_deleted: 0,
+            log_start: new_start,
+        };
+        for s in &removed {
+            outcome.bytes_deleted += s.size();
+            s.delete_files().await?;
+        }
+        tracing::info!(tp = %self.tp, deleted = removed.len(), bytes = outcome.bytes_deleted,
+            log_start = %new_start, "retention deleted segments");
+        self.write_checkpoint(Shutdown::Unclean).await?;
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(size: u64, ts: i64) -> SegmentFacts {
+        SegmentFacts {
+            size,
+            largest_timestamp: TimestampMs(ts),
+        }
+    }
+
+    #[test]
+    fn time_deletes_only_an_expired_prefix() {
+        let s = [seg(10, 100), seg(10, 500), seg(10, 150)];
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(1000), 600, -1), 1);
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(1000), 400, -1), 3);
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(1000), 900, -1), 0);
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(1000), -1, -1), 0);
+    }
+
+    #[test]
+    fn size_keeps_at_least_retention_bytes() {
+        let s = [seg(10, 0), seg(10, 0), seg(10, 0)];
+        // 40 bytes in all (active holds 10).
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(0), -1, 25), 1);
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(0), -1, 20), 2);
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(0), -1, 0), 3);
+        assert_eq!(segments_to_delete(&s, 40, TimestampMs(0), -1, 41), 0);
+    }
+}

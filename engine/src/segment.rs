@@ -1,0 +1,357 @@
+//! One segment: a `.log` file of batches plus its offset and time indexes.
+//!
+//! # Files
+//!
+//! A segment based at offset B is three files in the partition directory,
+//! named after B in 20 zero-padded digits, as in Kafka:
+//! `00000000000000000000.log` (batches, back to back, see [`crate::batch`]),
+//! `.index` ([`crate::offset_index`]) and `.timeindex` ([`crate::time_index`]).
+//!
+//! The *active* segment (the last) has an appender; all others are *sealed*:
+//! read-only, their indexes persisted and complete.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use glommio::sync::Semaphore;
+
+use crate::batch::BatchInfo;
+use crate::error::{EngineError, Result};
+use crate::index::{self, IndexEntry};
+use crate::offset_index::{self, OffsetEntry, OffsetIndex};
+use crate::segment_appender::{SegmentAppender, WriteMode};
+use crate::segment_reader::SegmentFile;
+use crate::time_index::{self, TimeEntry, TimeIndex};
+use crate::types::{Offset, TimestampMs};
+
+/// File name stem of a segment: its base offset in 20 digits.
+pub fn file_stem(base: Offset) -> String {
+    format!("{:020}", base.0)
+}
+
+/// Parses `<20 digits>.<ext>` back into a base offset.
+pub fn parse_file_name(name: &str, ext: &str) -> Option<Offset> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok().map(Offset)
+}
+
+#[derive(Clone, Debug)]
+pub struct SegmentPaths {
+    pub log: PathBuf,
+    pub index: PathBuf,
+    pub time_index: PathBuf,
+}
+
+impl SegmentPaths {
+    pub fn new(dir: &Path, base: Offset) -> SegmentPaths {
+        let stem = file_stem(base);
+        SegmentPaths {
+            log: dir.join(format!("{stem}.log")),
+            index: dir.join(format!("{stem}.index")),
+            time_index: dir.join(format!("{stem}.timeindex")),
+        }
+    }
+}
+
+/// What a segment knows about its contents.
+#[derive(Debug)]
+pub struct SegmentMeta {
+    /// Logical size: bytes of whole batches, including reserved ones.
+    pub size: u64,
+    /// Offset after the last batch.
+    pub next_offset: Offset,
+    /// Largest batch max timestamp, and the base offset of the batch where it
+    /// first appeared.
+    pub largest_timestamp: TimestampMs,
+    pub largest_timestamp_offset: Offset,
+    pub bytes_since_index: u64,
+    /// When the first batch was appended in this run (for `segment.ms`).
+    pub first_append: Option<TimestampMs>,
+    /// Bytes known to be on the device.
+    pub synced_size: u64,
+    /// The index files on the device match what was last persisted.
+    pub indexes_durable: bool,
+    pub offset_index: OffsetIndex,
+    pub time_index: TimeIndex,
+}
+
+impl SegmentMeta {
+    fn empty(base: Offset, paths: &SegmentPaths) -> SegmentMeta {
+        SegmentMeta {
+            size: 0,
+            next_offset: base,
+            largest_timestamp: TimestampMs::NONE,
+            largest_timestamp_offset: base,
+            bytes_since_index: 0,
+            first_append: None,
+            synced_size: 0,
+            indexes_durable: false,
+            offset_index: OffsetIndex::new(paths.index.clone()),
+            time_index: TimeIndex::new(paths.time_index.clone()),
+        }
+    }
+
+    /// Accounts for one batch at `position` (appended or found by a scan):
+    /// offsets, timestamps, and an index entry when `interval` bytes have
+    /// passed since the last one.
+    pub fn note_batch(&mut self, base: Offset, info: &BatchInfo, position: u64, interval: u64) {
+        assert!(position == self.size, "batch at {position} but segment ends at {}", self.size);
+        assert!(info.base_offset >= self.next_offset, "batch offsets go backwards");
+        if info.max_timestamp > self.largest_timestamp {
+            self.largest_timestamp = info.max_timestamp;
+            self.largest_timestamp_offset = info.base_offset;
+        }
+        if self.bytes_since_index > interval {
+            self.offset_index.push(OffsetEntry {
+                relative_offset: offset_index::relative(base, info.base_offset),
+                position: u32::try_from(position).unwrap_or(u32::MAX),
+            });
+            self.push_time_entry(base);
+            self.bytes_since_index = 0;
+        }
+        self.bytes_since_index += info.size as u64;
+        self.size += info.size as u64;
+        self.next_offset = info.next_offset();
+    }
+
+    /// Adds a time index entry for the largest timestamp if it grew.
+    pub fn push_time_entry(&mut self, base: Offset) {
+        let grew = match time_index::largest(&self.time_index) {
+            Some(ts) => self.largest_timestamp > ts,
+            None => self.largest_timestamp.0 >= 0,
+        };
+        if grew {
+            self.time_index.push(TimeEntry {
+                timestamp: self.largest_timestamp,
+                relative_offset: offset_index::relative(base, self.largest_timestamp_offset),
+            });
+        }
+    }
+
+    pub fn index_bytes(&self) -> u64 {
+        (self.offset_index.entries().len() * OffsetEntry::BYTES) as u64
+    }
+}
+
+pub struct Segment {
+    base: Offset,
+    paths: SegmentPaths,
+    reader: Rc<SegmentFile>,
+    appender: RefCell<Option<Rc<SegmentAppender>>>,
+    meta: RefCell<SegmentMeta>,
+    /// Serialises index-file writes (persist, truncate).
+    index_lock: Semaphore,
+}
+
+impl Segment {
+    /// Creates a new, empty, active segment.
+    pub async fn create(dir: &Path, base: Offset, mode: WriteMode) -> Result<Segment> {
+        let paths = SegmentPaths::new(dir, base);
+        for p in [&paths.log, &paths.index, &paths.time_index] {
+            if p.exists() {
+                return Err(EngineError::BadFile {
+                    path: p.clone(),
+                    reason: "segment file already exists".into(),
+                });
+            }
+        }
+        let appender = SegmentAppender::open(&paths.log, mode, 0, base).await?;
+        let reader = SegmentFile::open(&paths.log).await?;
+        let meta = SegmentMeta::empty(base, &paths);
+        Ok(Segment::assemble(base, paths, reader, Some(appender), meta))
+    }
+
+    /// Wraps files found on disk, with metadata from recovery or from the
+    /// persisted indexes. `appender` is set for the active segment.
+    pub fn assemble(
+        base: Offset,
+        paths: SegmentPaths,
+        reader: SegmentFile,
+        appender: Option<SegmentAppender>,
+        meta: SegmentMeta,
+    ) -> Segment {
+        Segment {
+            base,
+            paths,
+            reader: Rc::new(reader),
+            appender: RefCell::new(appender.map(Rc::new)),
+            meta: RefCell::new(meta),
+            index_lock: Semaphore::new(1),
+        }
+    }
+
+    /// Fresh metadata for a segment at `base`, to be filled by a scan.
+    pub fn empty_meta(base: Offset, paths: &SegmentPaths) -> SegmentMeta {
+        SegmentMeta::empty(base, paths)
+    }
+
+    pub fn base(&self) -> Offset {
+        self.base
+    }
+
+    pub fn paths(&self) -> &SegmentPaths {
+        &self.paths
+    }
+
+    pub fn reader(&self) -> Rc<SegmentFile> {
+        self.reader.clone()
+    }
+
+    pub fn appender(&self) -> Option<Rc<SegmentAppender>> {
+        self.appender.borrow().clone()
+    }
+
+    /// Makes a sealed segment active again (after a truncation into it).
+    pub fn set_appender(&self, appender: SegmentAppender) {
+        *self.appender.borrow_mut() = Some(Rc::new(appender));
+    }
+
+    /// Bytes readers may see: what is in the kernel.
+    pub fn readable_end(&self) -> u64 {
+        match self.appender() {
+            Some(a) => a.written_end(),
+            None => self.size(),
+        }
+    }
+
+    pub fn meta(&self) -> std::cell::Ref<'_, SegmentMeta> {
+        self.meta.borrow()
+    }
+
+    pub fn meta_mut(&self) -> std::cell::RefMut<'_, SegmentMeta> {
+        self.meta.borrow_mut()
+    }
+
+    pub fn size(&self) -> u64 {
+        self.meta.borrow().size
+    }
+
+    pub fn next_offset(&self) -> Offset {
+        self.meta.borrow().next_offset
+    }
+
+    pub fn largest_timestamp(&self) -> TimestampMs {
+        self.meta.borrow().largest_timestamp
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+
+    /// Offset → `(offset, position)` of the nearest indexed batch at or before it.
+    pub fn index_lookup(&self, target: Offset) -> (Offset, u64) {
+        offset_index::lookup(&self.meta.borrow().offset_index, self.base, target)
+    }
+
+    pub fn index_lookup_position(&self, position: u64) -> (Offset, u64) {
+        offset_index::lookup_position(&self.meta.borrow().offset_index, self.base, position)
+    }
+
+    /// Where to start walking for a timestamp: `(offset, position)`.
+    pub fn time_lookup(&self, target: TimestampMs) -> (Offset, u64) {
+        let start = time_index::lookup(&self.meta.borrow().time_index, self.base, target);
+        self.index_lookup(start)
+    }
+
+    /// Makes this segment read-only: writes what is reserved, trims the file,
+    /// records the final time index entry and persists both indexes.
+    pub async fn seal(&self) -> Result<()> {
+        // Readers go by the appender's written end until it is gone, so it
+        // is dropped only once everything is written.
+        if let Some(appender) = self.appender() {
+            let end = appender.seal().await?;
+            assert!(end == self.size(), "sealed size differs from the segment's size");
+            self.appender.borrow_mut().take();
+        }
+        self.meta.borrow_mut().push_time_entry(self.base);
+        self.persist_indexes().await
+    }
+
+    /// Writes the index entries the files lack (and cuts them after a
+    /// truncation). No fsync. The log never truncates a segment's indexes
+    /// while this runs (both happen under its flush lock).
+    pub async fn persist_indexes(&self) -> Result<()> {
+        let _permit = self
+            .index_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for index lock", &self.paths.index, e))?;
+        let plan = self.meta.borrow().offset_index.plan_persist();
+        if let Some(plan) = plan {
+            self.meta.borrow_mut().indexes_durable = false;
+            index::write_plan(&self.paths.index, &plan).await?;
+            self.meta.borrow_mut().offset_index.mark_persisted(&plan);
+        }
+        let plan = self.meta.borrow().time_index.plan_persist();
+        if let Some(plan) = plan {
+            self.meta.borrow_mut().indexes_durable = false;
+            index::write_plan(&self.paths.time_index, &plan).await?;
+            self.meta.borrow_mut().time_index.mark_persisted(&plan);
+        }
+        Ok(())
+    }
+
+    /// fdatasync of the log file. Returns the size now on the device: what
+    /// was in the kernel when the sync started.
+    pub async fn sync_data(&self) -> Result<u64> {
+        let size = match self.appender() {
+            Some(a) => a.written_end(),
+            None => self.size(),
+        };
+        self.reader.sync().await?;
+        let mut m = self.meta.borrow_mut();
+        m.synced_size = m.synced_size.max(size);
+        Ok(size)
+    }
+
+    /// True when a sealed segment still has data or index bytes that are not
+    /// on the device.
+    pub fn needs_sync(&self) -> bool {
+        let m = self.meta.borrow();
+        m.synced_size < m.size || !m.indexes_durable
+    }
+
+    /// Persists the indexes, then fdatasyncs the log file and both index files.
+    pub async fn sync_all(&self) -> Result<u64> {
+        self.persist_indexes().await?;
+        let size = self.sync_data().await?;
+        for p in [&self.paths.index, &self.paths.time_index] {
+            let f = index::open_for_write(p).await?;
+            f.fdatasync().await.map_err(|e| EngineError::io("fdatasync index", p, e))?;
+            f.close().await.map_err(|e| EngineError::io("close index", p, e))?;
+        }
+        self.meta.borrow_mut().indexes_durable = true;
+        Ok(size)
+    }
+
+    /// Removes the segment's files. Readers holding the `SegmentFile` keep
+    /// reading until they drop it.
+    pub async fn delete_files(&self) -> Result<()> {
+        for p in [&self.paths.log, &self.paths.index, &self.paths.time_index] {
+            match std::fs::remove_file(p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(EngineError::io("delete segment file", p, e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_round_trip() {
+        assert_eq!(file_stem(Offset(42)), "00000000000000000042");
+        assert_eq!(parse_file_name("00000000000000000042.log", "log"), Some(Offset(42)));
+        assert_eq!(parse_file_name("00000000000000000042.index", "log"), None);
+        assert_eq!(parse_file_name("0000000000000000042.log", "log"), None);
+        assert_eq!(parse_file_name("0000000000000000004x.log", "log"), None);
+    }
+}

@@ -1,0 +1,152 @@
+//! Truncation: removing the end of the log, for a follower whose log has
+//! diverged from its leader's (replication decides the offset).
+//!
+//! A batch that straddles the requested offset is removed whole, so the log
+//! may end below it; the new end is returned. Truncating below the log start
+//! empties the log and restarts it at that offset.
+
+use std::rc::Rc;
+
+use crate::checkpoint::{RecoveryPoint, Shutdown};
+use crate::error::{EngineError, Result};
+use crate::log::PartitionLog;
+use crate::offset_index;
+use crate::segment::Segment;
+use crate::segment_appender::SegmentAppender;
+use crate::types::Offset;
+
+impl PartitionLog {
+    /// Removes every batch that ends at or after `offset`; returns the new
+    /// log end offset.
+    pub async fn truncate_to(&self, offset: Offset) -> Result<Offset> {
+        self.check_usable()?;
+        let _append = self
+            .append_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for append lock", &self.dir, e))?;
+        let _flush = self
+            .flush_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io("wait for flush lock", &self.dir, e))?;
+        let active = self.active();
+        if let Some(a) = active.appender() {
+            a.write_through(a.reserved_end()).await.map_err(|e| self.poison_with(e))?;
+            self.offsets.borrow_mut().advance_end(a.written_next());
+        }
+        if offset >= self.log_end_offset() {
+            return Ok(self.log_end_offset());
+        }
+        let result = if offset < self.log_start_offset() {
+            self.truncate_fully(offset).await
+        } else {
+            self.truncate_within(offset).await
+        };
+        let end = result.map_err(|e| self.poison_with(e))?;
+        self.write_checkpoint(Shutdown::Unclean).await?;
+        tracing::info!(tp = %self.tp, requested = %offset, end = %end, "truncated log");
+        Ok(end)
+    }
+
+    async fn truncate_fully(&self, offset: Offset) -> Result<Offset> {
+        let removed: Vec<_> = self.segments.borrow_mut().drain(..).collect();
+        for s in &removed {
+            s.delete_files().await?;
+        }
+        let fresh = Segment::create(&self.dir, offset, self.mode).await?;
+        self.segments.borrow_mut().push_back(Rc::new(fresh));
+        self.cache.borrow_mut().clear();
+        self.offsets.borrow_mut().reset(offset);
+        self.recovery_point.set(RecoveryPoint {
+            offset,
+            segment_base: offset,
+            position: 0,
+        });
+        self.flush_state.borrow_mut().dir_dirty = true;
+        Ok(offset)
+    }
+
+    async fn truncate_within(&self, offset: Offset) -> Result<Offset> {
+        let segment = self.segment_for(offset).unwrap_or_else(|| self.active());
+        let later: Vec<_> = {
+            let mut segs = self.segments.borrow_mut();
+            let keep = segs.partition_point(|s| s.base() <= segment.base());
+            segs.drain(keep..).collect()
+        };
+        for s in &later {
+            s.delete_files().await?;
+        }
+        if !later.is_empty() {
+            self.flush_state.borrow_mut().dir_dirty = true;
+        }
+        let reader = segment.reader();
+        let seg_end = segment.readable_end();
+        let (_, index_pos) = segment.index_lookup(offset);
+        let (cut_pos, new_next) = match reader.find_offset(index_pos, offset, seg_end).await? {
+            Some((pos, info)) => (pos, info.base_offset),
+            None => (seg_end, segment.next_offset()),
+        };
+        let appender = match segment.appender() {
+            Some(a) => a,
+            None => {
+                let a = SegmentAppender::open(&segment.paths().log, self.mode, seg_end, segment.next_offset()).await?;
+                segment.set_appender(a);
+                segment.appender().unwrap_or_else(|| unreachable!())
+            }
+        };
+        appender.reset_to(cut_pos, new_next).await?;
+        self.trim_meta(&segment, cut_pos, new_next).await?;
+        self.cache.borrow_mut().truncate(new_next);
+        self.offsets.borrow_mut().truncate(new_next);
+        if self.recovery_point.get().offset > new_next {
+            self.recovery_point.set(RecoveryPoint {
+                offset: new_next,
+                segment_base: segment.base(),
+                position: cut_pos,
+            });
+        }
+        Ok(new_next)
+    }
+
+    /// Cuts a segment's metadata at `cut_pos`: drops index entries at or
+    /// after it and recomputes the largest timestamp from the last remaining
+    /// time entry and the batch headers after the last offset entry.
+    async fn trim_meta(&self, segment: &Segment, cut_pos: u64, new_next: Offset) -> Result<()> {
+        let base = segment.base();
+        let rel_next = offset_index::relative(base, new_next.max(base));
+        {
+            let mut m = segment.meta_mut();
+            m.offset_index.truncate_by(|e| e.relative_offset < rel_next);
+            m.time_index.truncate_by(|e| e.relative_offset < rel_next);
+            m.size = cut_pos;
+            m.next_offset = new_next;
+            m.synced_size = m.synced_size.min(cut_pos);
+            m.indexes_durable = false;
+            match m.time_index.last().copied() {
+                Some(e) => {
+                    m.largest_timestamp = e.timestamp;
+                    m.largest_timestamp_offset = base.plus(i64::from(e.relative_offset));
+                }
+                None => {
+                    m.largest_timestamp = crate::types::TimestampMs::NONE;
+                    m.largest_timestamp_offset = base;
+                }
+            }
+        }
+        let (_, mut pos) = segment.index_lookup(new_next);
+        let reader = segment.reader();
+        let mut since_index = 0;
+        while let Some(info) = reader.batch_at(pos, cut_pos).await? {
+            let mut m = segment.meta_mut();
+            if info.max_timestamp > m.largest_timestamp {
+                m.largest_timestamp = info.max_timestamp;
+                m.largest_timestamp_offset = info.base_offset;
+            }
+            since_index += info.size as u64;
+            pos += info.size as u64;
+        }
+        segment.meta_mut().bytes_since_index = since_index;
+        segment.persist_indexes().await
+    }
+}
