@@ -154,9 +154,7 @@ impl Checkpoint {
             .map_err(|e| EngineError::io("fdatasync checkpoint", &tmp, e))?;
         file.close().await.map_err(|e| EngineError::io("close checkpoint", &tmp, e))?;
         let path = dir.join(FILE_NAME);
-        glommio::io::rename(&tmp, &path)
-            .await
-            .map_err(|e| EngineError::io("rename checkpoint", &path, e))?;
+        crate::sys::rename(&tmp, &path)?;
         sync_dir(dir).await
     }
 }

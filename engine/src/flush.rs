@@ -76,7 +76,13 @@ impl PartitionLog {
         let mut fs = self.flush_state.borrow_mut();
         fs.flushed_records = fs.flushed_records.max(records_before);
         fs.last_flush = self.clock.now_ms();
+        fs.rounds += 1;
         Ok(self.durable_offset())
+    }
+
+    /// Group commits done since the log was opened.
+    pub fn flush_rounds(&self) -> u64 {
+        self.flush_state.borrow().rounds
     }
 
     /// Records appended since the last flush.
@@ -132,5 +138,111 @@ impl PartitionLog {
         active.sync_all().await.map_err(|e| self.poison_with(e))?;
         self.closed.set(true);
         self.write_checkpoint(Shutdown::Clean).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use bytes::BytesMut;
+
+    use crate::batch::build_batch;
+    use crate::clock::SystemClock;
+    use crate::error::EngineError;
+    use crate::log::{AppendMode, PartitionLog};
+    use crate::log_config::LogConfig;
+    use crate::recovery::{OpenParams, Repair};
+    use crate::segment_appender::WriteMode;
+    use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
+
+    const LEADER: AppendMode = AppendMode::Leader { epoch: LeaderEpoch(0) };
+
+    fn batch() -> BytesMut {
+        BytesMut::from(&build_batch(Offset(0), TimestampMs(0), &[b"value"])[..])
+    }
+
+    async fn open(dir: &std::path::Path, flush_messages: i64) -> Rc<PartitionLog> {
+        PartitionLog::open(OpenParams {
+            tp: TopicPartition::new("t", 0),
+            dir: dir.to_path_buf(),
+            config: LogConfig {
+                flush_messages,
+                ..LogConfig::default()
+            },
+            mode: WriteMode::Buffered,
+            clock: Rc::new(SystemClock),
+            repair: Repair::Refuse,
+        })
+        .await
+        .expect("open")
+    }
+
+    fn run<T>(f: impl std::future::Future<Output = T>) -> T {
+        glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .make()
+            .expect("executor")
+            .run(f)
+    }
+
+    #[test]
+    fn flush_messages_1_makes_every_ack_durable_and_concurrent_appends_share_fsyncs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        run(async {
+            let log = open(dir.path(), 1).await;
+            let info = log.append(batch(), LEADER).await.expect("append");
+            assert_eq!(log.durable_offset(), info.next_offset);
+            let rounds_before = log.flush_rounds();
+            let tasks: Vec<_> = (0..64)
+                .map(|_| {
+                    let log = log.clone();
+                    glommio::spawn_local(async move {
+                        let info = log.append(batch(), LEADER).await.expect("append");
+                        assert!(log.durable_offset() >= info.next_offset, "acked before durable");
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await;
+            }
+            let rounds = log.flush_rounds() - rounds_before;
+            assert!(rounds < 64, "64 appends took {rounds} fsyncs: no group commit");
+            assert_eq!(log.durable_offset(), Offset(65));
+            log.close().await.expect("close");
+        });
+    }
+
+    #[test]
+    fn default_policy_never_fsyncs_on_append() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        run(async {
+            let log = open(dir.path(), i64::MAX).await;
+            for _ in 0..10 {
+                log.append(batch(), LEADER).await.expect("append");
+            }
+            assert_eq!(log.flush_rounds(), 0);
+            assert_eq!(log.durable_offset(), Offset(0));
+            assert_eq!(log.flush().await.expect("flush"), Offset(10));
+            log.close().await.expect("close");
+        });
+    }
+
+    #[test]
+    fn failed_fsync_poisons_the_log() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        run(async {
+            let log = open(dir.path(), 1).await;
+            log.append(batch(), LEADER).await.expect("append");
+            crate::segment_reader::FAIL_NEXT_SYNC.with(|f| f.set(true));
+            let err = log.append(batch(), LEADER).await.expect_err("fsync failed");
+            assert!(matches!(err, EngineError::Io { op: "fdatasync segment", .. }), "{err}");
+            assert!(log.is_poisoned());
+            // Never retried: later appends and flushes fail, naming the cause.
+            let err = log.append(batch(), LEADER).await.expect_err("poisoned");
+            assert!(matches!(err, EngineError::Poisoned { op: "fdatasync segment", .. }), "{err}");
+            assert!(matches!(log.flush().await, Err(EngineError::Poisoned { .. })));
+            assert!(log.close().await.is_err(), "no clean shutdown marker for a poisoned log");
+            assert_eq!(log.durable_offset(), Offset(1));
+        });
     }
 }

@@ -118,12 +118,15 @@ impl<E: IndexEntry> SparseIndex<E> {
         })
     }
 
-    /// Reads the index file at `path`; a missing file is an empty index.
-    /// The inner error says why the file's content was refused.
+    /// Reads the index file at `path`. The inner error says why the file
+    /// was refused (missing — segments create theirs when they are created —
+    /// or malformed).
     pub async fn load(path: PathBuf, bytes_max: u64) -> Result<std::result::Result<SparseIndex<E>, String>> {
-        let data = match read_whole(&path, bytes_max).await? {
-            Some(d) => d,
-            None => return Ok(Ok(SparseIndex::new(path))),
+        let data = match read_whole(&path, bytes_max).await {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(Err("missing".into())),
+            Err(EngineError::BadFile { reason, .. }) => return Ok(Err(reason)),
+            Err(e) => return Err(e),
         };
         Ok(SparseIndex::decode(path, &data))
     }
@@ -173,9 +176,7 @@ impl<E: IndexEntry> SparseIndex<E> {
 pub async fn write_plan(path: &Path, plan: &PersistPlan) -> Result<()> {
     let file = open_for_write(path).await?;
     if let Some(len) = plan.truncate_bytes {
-        file.truncate(len)
-            .await
-            .map_err(|e| EngineError::io("truncate index", path, e))?;
+        crate::sys::truncate_fd(std::os::unix::io::AsRawFd::as_raw_fd(&file), len, path)?;
     }
     if !plan.bytes.is_empty() {
         write_all(&file, path, &plan.bytes, plan.write_pos).await?;

@@ -75,6 +75,8 @@ pub(crate) struct FlushState {
     pub last_flush: TimestampMs,
     /// Files were created or removed in the directory since its last fsync.
     pub dir_dirty: bool,
+    /// Group commits done (each one fdatasync round).
+    pub rounds: u64,
 }
 
 pub struct PartitionLog {

@@ -225,9 +225,8 @@ impl PartitionLog {
         }
         let (_, pos) = segment.index_lookup(upper);
         match file.find_offset(pos, upper, seg_end).await? {
-            Some((p, info)) if info.base_offset >= upper => Ok((p, upper)),
-            // `upper` falls inside a batch: stop before that batch.
-            Some((p, _)) => Ok((p, upper)),
+            // `upper` starts this batch, or falls inside it: stop before it.
+            Some((p, info)) => Ok((p, info.base_offset)),
             None => Ok((seg_end, seg_next)),
         }
     }

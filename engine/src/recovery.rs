@@ -132,6 +132,7 @@ impl PartitionLog {
                 flushed_records: 0,
                 last_flush: params.clock.now_ms(),
                 dir_dirty: false,
+                rounds: 0,
             }),
             clock: params.clock,
             segments: std::cell::RefCell::new(segments),

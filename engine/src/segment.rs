@@ -160,6 +160,12 @@ impl Segment {
             }
         }
         let appender = SegmentAppender::open(&paths.log, mode, 0, base).await?;
+        // Empty index files from the start: a segment whose index file is
+        // missing later is known to need a rebuild.
+        for p in [&paths.index, &paths.time_index] {
+            let f = index::open_for_write(p).await?;
+            f.close().await.map_err(|e| EngineError::io("close index", p, e))?;
+        }
         let reader = SegmentFile::open(&paths.log).await?;
         let meta = SegmentMeta::empty(base, &paths);
         Ok(Segment::assemble(base, paths, reader, Some(appender), meta))

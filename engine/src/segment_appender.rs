@@ -24,6 +24,7 @@
 //! end; `seal` cuts it off, and recovery treats it like any torn tail.
 
 use std::cell::RefCell;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -106,21 +107,7 @@ impl SegmentAppender {
                     .await
                     .map_err(|e| EngineError::io("open segment for direct writes", path, e))?;
                 let alignment = file.alignment();
-                let block_start = size - size % alignment;
-                let mut tail = Vec::new();
-                if block_start < size {
-                    let got = file
-                        .read_at(block_start, (size - block_start) as usize)
-                        .await
-                        .map_err(|e| EngineError::io("read segment tail", path, e))?;
-                    tail.extend_from_slice(&got);
-                }
-                if tail.len() as u64 != size - block_start {
-                    return Err(EngineError::BadFile {
-                        path: path.to_path_buf(),
-                        reason: format!("shorter than its logical size {size}"),
-                    });
-                }
+                let tail = read_tail(path, size, alignment).await?;
                 (WriteFile::Direct { file, alignment }, tail)
             }
             WriteMode::Buffered => {
@@ -316,11 +303,11 @@ impl SegmentAppender {
             assert!(s.pending.is_empty(), "truncate with writes pending");
             assert!(len <= s.written_end, "truncate above the written end");
         }
-        let result = match &self.file {
-            WriteFile::Direct { file, .. } => file.truncate(len).await,
-            WriteFile::Buffered(file) => file.truncate(len).await,
+        let fd = match &self.file {
+            WriteFile::Direct { file, .. } => file.as_raw_fd(),
+            WriteFile::Buffered(file) => file.as_raw_fd(),
         };
-        result.map_err(|e| EngineError::io("truncate segment", &self.path, e))
+        crate::sys::truncate_fd(fd, len, &self.path)
     }
 
     /// After a log truncation: restarts the appender at `len` / `next`,
@@ -328,14 +315,7 @@ impl SegmentAppender {
     pub async fn reset_to(&self, len: u64, next: Offset) -> Result<()> {
         self.truncate(len).await?;
         let tail = match &self.file {
-            WriteFile::Direct { file, alignment } => {
-                let block_start = len - len % alignment;
-                let got = file
-                    .read_at(block_start, (len - block_start) as usize)
-                    .await
-                    .map_err(|e| EngineError::io("read segment tail", &self.path, e))?;
-                got.to_vec()
-            }
+            WriteFile::Direct { alignment, .. } => read_tail(&self.path, len, *alignment).await?,
             WriteFile::Buffered(_) => Vec::new(),
         };
         let mut s = self.state.borrow_mut();
@@ -345,4 +325,23 @@ impl SegmentAppender {
         s.tail = tail;
         Ok(())
     }
+}
+
+/// The bytes of the block holding logical position `size`, from the block's
+/// start up to `size` (direct mode rewrites them with the next write). Read
+/// through the page cache: unaligned O_DIRECT reads are not supported.
+async fn read_tail(path: &Path, size: u64, alignment: u64) -> Result<Vec<u8>> {
+    let block_start = size - size % alignment;
+    if block_start == size {
+        return Ok(Vec::new());
+    }
+    let reader = crate::segment_reader::SegmentFile::open(path).await?;
+    let tail = reader.read_at(block_start, (size - block_start) as usize).await?;
+    if tail.len() as u64 != size - block_start {
+        return Err(EngineError::BadFile {
+            path: path.to_path_buf(),
+            reason: format!("shorter than its logical size {size}"),
+        });
+    }
+    Ok(tail)
 }

@@ -128,9 +128,7 @@ pub async fn truncate_file(path: &Path, len: u64) -> Result<()> {
         .buffered_open(path)
         .await
         .map_err(|e| EngineError::io("open segment to truncate", path, e))?;
-    f.truncate(len)
-        .await
-        .map_err(|e| EngineError::io("truncate segment", path, e))?;
+    crate::sys::truncate_fd(std::os::unix::io::AsRawFd::as_raw_fd(&f), len, path)?;
     f.fdatasync()
         .await
         .map_err(|e| EngineError::io("fdatasync truncated segment", path, e))?;

@@ -15,6 +15,13 @@ use crate::batch::{self, BatchInfo, HEADER_BYTES};
 use crate::error::{EngineError, Result};
 use crate::types::{Offset, TimestampMs};
 
+#[cfg(test)]
+thread_local! {
+    /// Fault injection for unit tests: the next segment fdatasync on this
+    /// thread fails with EIO.
+    pub(crate) static FAIL_NEXT_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 pub struct SegmentFile {
     file: BufferedFile,
     path: PathBuf,
@@ -69,6 +76,14 @@ impl SegmentFile {
     /// fdatasync through the read descriptor: it flushes the file's dirty
     /// pages whichever descriptor wrote them.
     pub async fn sync(&self) -> Result<()> {
+        #[cfg(test)]
+        if FAIL_NEXT_SYNC.with(|f| f.replace(false)) {
+            return Err(EngineError::io(
+                "fdatasync segment",
+                &self.path,
+                std::io::Error::from_raw_os_error(libc::EIO),
+            ));
+        }
         self.file
             .fdatasync()
             .await

@@ -1,0 +1,235 @@
+//! `ferrite-bench engine`: appends to one partition through the engine and,
+//! in the same run, writes the same number of bytes with a plain sequential
+//! O_DIRECT writer, so that the engine is judged against the disk it runs on.
+//!
+//! Both sides end with an fdatasync, so both figures are bytes on the device
+//! per second. The raw writer runs before and after the engine and the mean
+//! is the baseline, which evens out drift in the device's speed.
+
+use std::alloc::Layout;
+use std::cell::Cell;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ferrite_engine::clock::SystemClock;
+use ferrite_engine::{AppendMode, LeaderEpoch, LogConfig, OpenParams, PartitionLog, Repair, TopicPartition, WriteMode};
+
+#[derive(Clone, Debug)]
+pub struct EngineRunConfig {
+    pub bytes: u64,
+    pub dir: PathBuf,
+    pub batch_records: usize,
+    pub record_bytes: usize,
+    /// Appends in flight at once (as produce requests from many clients).
+    pub inflight: usize,
+    pub mode: WriteMode,
+    /// Print a progress line every second.
+    pub progress: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineRunResult {
+    pub append_mb_s: f64,
+    pub raw_write_mb_s: f64,
+    pub ratio: f64,
+    pub recovery_mb_s: f64,
+    pub bytes: u64,
+    pub batches: u64,
+    pub batch_bytes: usize,
+}
+
+impl EngineRunResult {
+    pub fn to_json(&self, cfg: &EngineRunConfig) -> serde_json::Value {
+        serde_json::json!({
+            "bench": "engine",
+            "mode": cfg.mode.name(),
+            "bytes": self.bytes,
+            "batches": self.batches,
+            "batch_bytes": self.batch_bytes,
+            "record_bytes": cfg.record_bytes,
+            "inflight": cfg.inflight,
+            "append_mb_s": round1(self.append_mb_s),
+            "raw_write_mb_s": round1(self.raw_write_mb_s),
+            "ratio": (self.ratio * 1000.0).round() / 1000.0,
+            "recovery_mb_s": round1(self.recovery_mb_s),
+        })
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn mb_s(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e6
+}
+
+/// Writes `bytes` to `path` with O_DIRECT in 1 MiB aligned writes, then
+/// fdatasyncs. Returns MB/s.
+pub fn raw_direct_write(path: &Path, bytes: u64) -> std::io::Result<f64> {
+    const CHUNK: usize = 1 << 20;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let buf = AlignedBuf::new(CHUNK);
+    let start = Instant::now();
+    let mut pos = 0u64;
+    while pos < bytes {
+        let n = file.write_at(buf.as_slice(), pos)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        pos += n as u64;
+    }
+    file.sync_data()?;
+    let rate = mb_s(pos, start.elapsed());
+    drop(file);
+    std::fs::remove_file(path)?;
+    Ok(rate)
+}
+
+struct AlignedBuf {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let layout = Layout::from_size_align(len, 4096).expect("layout");
+        // SAFETY: layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null(), "allocation failed");
+        // SAFETY: ptr points to `len` initialised bytes we own.
+        let slice = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+        for (i, b) in slice.iter_mut().enumerate() {
+            *b = (i * 31 % 251) as u8;
+        }
+        AlignedBuf { ptr, layout }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr points to layout.size() initialised bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Appends through the engine; returns (append MB/s, recovery MB/s, bytes,
+/// batches, batch size).
+fn engine_append(cfg: &EngineRunConfig) -> Result<(f64, f64, u64, u64, usize), String> {
+    let cfg = cfg.clone();
+    let handle = glommio::LocalExecutorBuilder::new(glommio::Placement::Fixed(0))
+        .name("bench-shard-0")
+        .spawn(move || async move { engine_append_on_shard(cfg).await })
+        .map_err(|e| e.to_string())?;
+    handle.join().map_err(|e| e.to_string())?
+}
+
+async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, u64, usize), String> {
+    let dir = cfg.dir.join("bench-0");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+    }
+    let params = || OpenParams {
+        tp: TopicPartition::new("bench", 0),
+        dir: dir.clone(),
+        config: LogConfig::default(),
+        mode: cfg.mode,
+        clock: Rc::new(SystemClock),
+        repair: Repair::Refuse,
+    };
+    let log = PartitionLog::open(params()).await.map_err(|e| e.to_string())?;
+    let template = crate::batch_template(cfg.batch_records, cfg.record_bytes);
+    let batch_bytes = template.len();
+    let total = cfg.bytes.div_ceil(batch_bytes as u64);
+    let issued = Rc::new(Cell::new(0u64));
+    let done_bytes = Rc::new(Cell::new(0u64));
+    let start = Instant::now();
+    let reporter = cfg.progress.then(|| {
+        let done = done_bytes.clone();
+        glommio::spawn_local(async move {
+            let mut last = 0u64;
+            loop {
+                glommio::timer::sleep(Duration::from_secs(1)).await;
+                let now = done.get();
+                println!("append: {:.0} MB/s, {} MB so far", (now - last) as f64 / 1e6, now / 1_000_000);
+                last = now;
+            }
+        })
+    });
+    let mut tasks = Vec::new();
+    for _ in 0..cfg.inflight.max(1) {
+        let log = log.clone();
+        let issued = issued.clone();
+        let done = done_bytes.clone();
+        let template = template.clone();
+        tasks.push(glommio::spawn_local(async move {
+            while issued.get() < total {
+                issued.set(issued.get() + 1);
+                let info = log
+                    .append(template.clone(), AppendMode::Leader { epoch: LeaderEpoch(0) })
+                    .await
+                    .map_err(|e| e.to_string())?;
+                done.set(done.get() + info.bytes as u64);
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for t in tasks {
+        t.await?;
+    }
+    log.flush().await.map_err(|e| e.to_string())?;
+    let append_time = start.elapsed();
+    drop(reporter);
+    let bytes = log.size_bytes();
+    // Unclean restart: the recovery point is the start, so recovery scans
+    // (and CRC-checks) every byte.
+    drop(log);
+    let start = Instant::now();
+    let (log, report) = PartitionLog::open_with_report(params()).await.map_err(|e| e.to_string())?;
+    let recovery_time = start.elapsed();
+    if report.segments_scanned == 0 {
+        return Err("recovery did not scan".into());
+    }
+    log.close().await.map_err(|e| e.to_string())?;
+    drop(log);
+    std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+    Ok((mb_s(bytes, append_time), mb_s(bytes, recovery_time), bytes, total, batch_bytes))
+}
+
+/// The whole comparison.
+pub fn run(cfg: &EngineRunConfig) -> Result<EngineRunResult, String> {
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| e.to_string())?;
+    let raw_path = cfg.dir.join("raw-direct.bin");
+    let raw_before = raw_direct_write(&raw_path, cfg.bytes).map_err(|e| format!("raw writer: {e}"))?;
+    if cfg.progress {
+        println!("raw O_DIRECT writer: {raw_before:.0} MB/s");
+    }
+    let (append_mb_s, recovery_mb_s, bytes, batches, batch_bytes) = engine_append(cfg)?;
+    let raw_after = raw_direct_write(&raw_path, cfg.bytes).map_err(|e| format!("raw writer: {e}"))?;
+    if cfg.progress {
+        println!("engine append: {append_mb_s:.0} MB/s; recovery scan: {recovery_mb_s:.0} MB/s");
+        println!("raw O_DIRECT writer again: {raw_after:.0} MB/s");
+    }
+    let raw_write_mb_s = (raw_before + raw_after) / 2.0;
+    Ok(EngineRunResult {
+        append_mb_s,
+        raw_write_mb_s,
+        ratio: append_mb_s / raw_write_mb_s,
+        recovery_mb_s,
+        bytes,
+        batches,
+        batch_bytes,
+    })
+}

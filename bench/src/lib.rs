@@ -1,0 +1,17 @@
+//! Shared pieces of Ferrite's benchmarks: size parsing, batch templates,
+//! and the engine throughput run behind `ferrite-bench engine`.
+
+pub mod engine_run;
+pub mod size;
+
+use bytes::BytesMut;
+use ferrite_engine::batch::build_batch;
+use ferrite_engine::{Offset, TimestampMs};
+
+/// An uncompressed batch of `records` records of `record_bytes` each, the
+/// kind a producer sends (offsets to be assigned by the log).
+pub fn batch_template(records: usize, record_bytes: usize) -> BytesMut {
+    let value: Vec<u8> = (0..record_bytes).map(|i| (i * 31 % 251) as u8).collect();
+    let values: Vec<&[u8]> = (0..records).map(|_| &value[..]).collect();
+    BytesMut::from(&build_batch(Offset(0), TimestampMs(1_700_000_000_000), &values)[..])
+}

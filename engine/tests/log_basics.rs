@@ -1,0 +1,210 @@
+mod common;
+
+use std::rc::Rc;
+
+use common::*;
+use ferrite_engine::clock::{Clock, SystemClock};
+use ferrite_engine::recovery::OpenReport;
+use ferrite_engine::{EngineError, LogConfig, Offset, PartitionLog, ReadRegion, SizeLimit, TimestampMs, WriteMode};
+
+fn small_segments() -> LogConfig {
+    LogConfig {
+        segment_bytes: 4096,
+        index_interval_bytes: 512,
+        cache_bytes_max: 0,
+        ..LogConfig::default()
+    }
+}
+
+#[test]
+fn append_assigns_offsets_and_reads_them_back_across_segments() {
+    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+        let dir = tempfile::tempdir().unwrap();
+        run(|| async {
+            let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock)).await.unwrap();
+            let mut expected = Vec::new();
+            for i in 0..100 {
+                let info = log.append(producer_batch(3, 100, 1000 + i, i as u8), LEADER).await.unwrap();
+                assert_eq!(info.first_offset, Offset(3 * i));
+                assert_eq!(info.next_offset, Offset(3 * i + 3));
+                expected.push(info);
+            }
+            assert!(log.segment_count() > 5, "segments rolled: {}", log.segment_count());
+            assert_eq!(log.log_end_offset(), Offset(300));
+            let batches = read_all(&log, Offset(0), 1000).await;
+            assert_eq!(batches.len(), 100);
+            for (i, b) in batches.iter().enumerate() {
+                let info = ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored)
+                    .expect("valid on disk");
+                assert_eq!(info.base_offset, Offset(3 * i as i64));
+                assert_eq!(info.leader_epoch, ferrite_engine::LeaderEpoch(3));
+            }
+            // A read from the middle of a batch starts at that batch.
+            let r = log.read(Offset(151), 10, Offset(300), SizeLimit::AtLeastOneBatch).await.unwrap();
+            assert_eq!(r.first_offset, Offset(150));
+            assert_eq!(r.next_offset, Offset(153), "one batch although max_bytes is tiny");
+            assert!(matches!(r.region, ReadRegion::File(_)));
+            let r = log.read(Offset(151), 10, Offset(300), SizeLimit::Strict).await.unwrap();
+            assert_eq!(r.bytes, 0);
+            // The upper bound (high watermark) is respected.
+            let r = log.read(Offset(0), 1 << 20, Offset(9), SizeLimit::Strict).await.unwrap();
+            assert_eq!(r.next_offset, Offset(9));
+            let r = log.read(Offset(0), 1 << 20, Offset(8), SizeLimit::Strict).await.unwrap();
+            assert_eq!(r.next_offset, Offset(6), "a batch straddling the bound is left out");
+            // Out of range.
+            assert!(matches!(
+                log.read(Offset(301), 100, Offset(400), SizeLimit::Strict).await,
+                Err(EngineError::OffsetOutOfRange { .. })
+            ));
+            log.close().await.unwrap();
+        });
+    }
+}
+
+#[test]
+fn caught_up_reads_come_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let config = LogConfig {
+            cache_bytes_max: 1 << 20,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, clock)).await.unwrap();
+        for i in 0..10 {
+            log.append(producer_batch(1, 1000, i, 1), LEADER).await.unwrap();
+        }
+        let r = log.read(Offset(7), 1 << 20, Offset(10), SizeLimit::Strict).await.unwrap();
+        assert!(matches!(r.region, ReadRegion::Cached(ref b) if b.len() == 3));
+        assert_eq!((r.first_offset, r.next_offset), (Offset(7), Offset(10)));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn rejected_batches_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let config = LogConfig {
+            max_message_bytes: 2000,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, clock)).await.unwrap();
+        log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
+        let size = log.size_bytes();
+        let mut bad_crc = producer_batch(2, 10, 0, 1);
+        let n = bad_crc.len();
+        bad_crc[n - 1] ^= 1;
+        let too_big = producer_batch(1, 3000, 0, 1);
+        let mut bad_magic = producer_batch(1, 10, 0, 1);
+        bad_magic[16] = 1;
+        let truncated = {
+            let mut b = producer_batch(1, 10, 0, 1);
+            b.truncate(b.len() - 3);
+            b
+        };
+        // A good batch followed by a bad one: neither is written.
+        let mut mixed = producer_batch(1, 10, 0, 1);
+        mixed.extend_from_slice(&bad_crc);
+        for (name, bad) in [
+            ("crc", bad_crc),
+            ("size", too_big),
+            ("magic", bad_magic),
+            ("truncated", truncated),
+            ("mixed", mixed),
+        ] {
+            let err = log.append(bad, LEADER).await.expect_err(name);
+            assert!(matches!(err, EngineError::Batch { .. }), "{name}: {err}");
+        }
+        assert_eq!(log.size_bytes(), size);
+        assert_eq!(log.log_end_offset(), Offset(1));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let open = || PartitionLog::open_with_report(params(dir.path(), small_segments(), WriteMode::Direct, clock.clone()));
+        let (log, _) = open().await.unwrap();
+        for i in 0..50 {
+            log.append(producer_batch(2, 150, i, 7), LEADER).await.unwrap();
+        }
+        let before = read_all(&log, Offset(0), 4096).await;
+        log.close().await.unwrap();
+        drop(log);
+        let (log, report): (_, OpenReport) = open().await.unwrap();
+        assert_eq!(report.segments_scanned, 0, "clean open scans nothing: {report:?}");
+        assert_eq!(log.log_end_offset(), Offset(100));
+        assert_eq!(read_all(&log, Offset(0), 4096).await, before);
+        // Crash: no close.
+        log.append(producer_batch(2, 150, 99, 8), LEADER).await.unwrap();
+        drop(log);
+        let (log, report) = open().await.unwrap();
+        assert!(report.segments_scanned >= 1, "{report:?}");
+        // Direct writes leave the last block zero-padded: recovery cuts the
+        // padding, at the end of the last batch.
+        let active_size = std::fs::metadata(dir.path().join("00000000000000000100.log")).unwrap().len();
+        if let Some((_, at)) = &report.truncated_at {
+            assert_eq!(*at, active_size, "{report:?}");
+        }
+        assert_eq!(log.log_end_offset(), Offset(102));
+        // Appends continue where the log ends.
+        let info = log.append(producer_batch(1, 10, 100, 9), LEADER).await.unwrap();
+        assert_eq!(info.first_offset, Offset(102));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn timestamp_lookup_finds_the_first_record_at_or_after() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let log = PartitionLog::open(params(dir.path(), small_segments(), WriteMode::Buffered, clock)).await.unwrap();
+        // Batch i holds 4 records with timestamps 1000*i + 0..3.
+        for i in 0..40i64 {
+            log.append(producer_batch(4, 50, 1000 * i, 0), LEADER).await.unwrap();
+        }
+        let end = log.log_end_offset();
+        for (target, offset, ts) in [(0, 0, 0), (1, 1, 1), (3, 3, 3), (4, 4, 1000), (17_002, 70, 17_002), (39_003, 159, 39_003)] {
+            let hit = log.offset_for_timestamp(TimestampMs(target), end).await.unwrap().expect("hit");
+            assert_eq!((hit.offset, hit.timestamp), (Offset(offset), TimestampMs(ts)), "target {target}");
+        }
+        assert_eq!(log.offset_for_timestamp(TimestampMs(39_004), end).await.unwrap(), None);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn truncation_removes_the_tail_and_appends_continue() {
+    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+        let dir = tempfile::tempdir().unwrap();
+        run(|| async {
+            let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock.clone())).await.unwrap();
+            for i in 0..60 {
+                log.append(producer_batch(2, 100, i, 1), LEADER).await.unwrap();
+            }
+            let segments = log.segment_count();
+            let before = read_all(&log, Offset(0), 1 << 20).await;
+            // Offset 41 is inside the batch [40, 42): that batch goes too.
+            assert_eq!(log.truncate_to(Offset(41)).await.unwrap(), Offset(40));
+            assert_eq!(log.log_end_offset(), Offset(40));
+            assert!(log.segment_count() < segments);
+            assert_eq!(read_all(&log, Offset(0), 1 << 20).await, before[..20].to_vec());
+            let info = log.append(producer_batch(2, 100, 0, 2), LEADER).await.unwrap();
+            assert_eq!(info.first_offset, Offset(40));
+            log.close().await.unwrap();
+            drop(log);
+            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock)).await.unwrap();
+            assert_eq!(log.log_end_offset(), Offset(42));
+            assert_eq!(read_all(&log, Offset(0), 1 << 20).await.len(), 21);
+            log.close().await.unwrap();
+        });
+    }
+}
