@@ -175,5 +175,11 @@ fn bench_recovery_scan(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_validate, bench_index_lookup, bench_recovery_scan, bench_append);
+criterion_group!(
+    benches,
+    bench_validate,
+    bench_index_lookup,
+    bench_recovery_scan,
+    bench_append
+);
 criterion_main!(benches);

@@ -131,6 +131,13 @@ fn engine_append(cfg: &EngineRunConfig) -> Result<(f64, f64, u64, u64, usize), S
     let cfg = cfg.clone();
     let handle = glommio::LocalExecutorBuilder::new(glommio::Placement::Fixed(0))
         .name("bench-shard-0")
+        .io_memory(ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT)
+        .preempt_timer(Duration::from_micros(
+            std::env::var("FERRITE_PREEMPT_US")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100_000),
+        ))
         .spawn(move || async move { engine_append_on_shard(cfg).await })
         .map_err(|e| e.to_string())?;
     handle.join().map_err(|e| e.to_string())?
@@ -155,6 +162,7 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, 
     let total = cfg.bytes.div_ceil(batch_bytes as u64);
     let issued = Rc::new(Cell::new(0u64));
     let done_bytes = Rc::new(Cell::new(0u64));
+    let cpu_start = thread_cpu_s();
     let start = Instant::now();
     let reporter = cfg.progress.then(|| {
         let done = done_bytes.clone();
@@ -163,7 +171,11 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, 
             loop {
                 glommio::timer::sleep(Duration::from_secs(1)).await;
                 let now = done.get();
-                println!("append: {:.0} MB/s, {} MB so far", (now - last) as f64 / 1e6, now / 1_000_000);
+                println!(
+                    "append: {:.0} MB/s, {} MB so far",
+                    (now - last) as f64 / 1e6,
+                    now / 1_000_000
+                );
                 last = now;
             }
         })
@@ -191,13 +203,22 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, 
     }
     log.flush().await.map_err(|e| e.to_string())?;
     let append_time = start.elapsed();
+    if cfg.progress {
+        let cpu = thread_cpu_s() - cpu_start;
+        println!(
+            "append: {:.2} s wall, {cpu:.2} s on the shard's CPU",
+            append_time.as_secs_f64()
+        );
+    }
     drop(reporter);
     let bytes = log.size_bytes();
     // Unclean restart: the recovery point is the start, so recovery scans
     // (and CRC-checks) every byte.
     drop(log);
     let start = Instant::now();
-    let (log, report) = PartitionLog::open_with_report(params()).await.map_err(|e| e.to_string())?;
+    let (log, report) = PartitionLog::open_with_report(params())
+        .await
+        .map_err(|e| e.to_string())?;
     let recovery_time = start.elapsed();
     if report.segments_scanned == 0 {
         return Err("recovery did not scan".into());
@@ -205,7 +226,13 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, 
     log.close().await.map_err(|e| e.to_string())?;
     drop(log);
     std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
-    Ok((mb_s(bytes, append_time), mb_s(bytes, recovery_time), bytes, total, batch_bytes))
+    Ok((
+        mb_s(bytes, append_time),
+        mb_s(bytes, recovery_time),
+        bytes,
+        total,
+        batch_bytes,
+    ))
 }
 
 /// The whole comparison.
@@ -232,4 +259,12 @@ pub fn run(cfg: &EngineRunConfig) -> Result<EngineRunResult, String> {
         batches,
         batch_bytes,
     })
+}
+
+/// CPU time of the calling thread, in seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }

@@ -203,10 +203,19 @@ pub fn peek(bytes: &[u8]) -> Result<BatchInfo, BatchError> {
     }
     let info = info_of(header, size)?;
     if info.last_offset_delta < 0 || info.base_offset.0 < 0 {
-        return Err(BatchError::Invalid { reason: "negative offsets" });
+        return Err(BatchError::Invalid {
+            reason: "negative offsets",
+        });
     }
-    if info.base_offset.0.checked_add(i64::from(info.last_offset_delta) + 1).is_none() {
-        return Err(BatchError::Invalid { reason: "offsets overflow" });
+    if info
+        .base_offset
+        .0
+        .checked_add(i64::from(info.last_offset_delta) + 1)
+        .is_none()
+    {
+        return Err(BatchError::Invalid {
+            reason: "offsets overflow",
+        });
     }
     Ok(info)
 }
@@ -219,7 +228,11 @@ fn info_of(header: &BatchHeader, size: usize) -> Result<BatchInfo, BatchError> {
         2 => Compression::Snappy,
         3 => Compression::Lz4,
         4 => Compression::Zstd,
-        _ => return Err(BatchError::Invalid { reason: "unknown compression codec" }),
+        _ => {
+            return Err(BatchError::Invalid {
+                reason: "unknown compression codec",
+            })
+        }
     };
     let timestamp_type = if attributes & ATTR_TIMESTAMP_TYPE == 0 {
         TimestampType::CreateTime
@@ -264,7 +277,12 @@ pub fn check_fields(info: &BatchInfo, validation: Validation) -> Result<(), Batc
     if info.base_offset.0 < 0 {
         return invalid("negative baseOffset");
     }
-    if info.base_offset.0.checked_add(i64::from(info.last_offset_delta) + 1).is_none() {
+    if info
+        .base_offset
+        .0
+        .checked_add(i64::from(info.last_offset_delta) + 1)
+        .is_none()
+    {
         return invalid("offsets overflow");
     }
     if info.record_count > 0 && info.max_timestamp < info.base_timestamp && info.max_timestamp.0 != -1 {
@@ -406,7 +424,10 @@ mod tests {
         for i in CRC_START..b.len() {
             let mut c = b.clone();
             c[i] ^= 0x40;
-            assert!(validate(&c, 1 << 20, Validation::Stored).is_err(), "flip at {i} not caught");
+            assert!(
+                validate(&c, 1 << 20, Validation::Stored).is_err(),
+                "flip at {i} not caught"
+            );
         }
     }
 
@@ -415,19 +436,31 @@ mod tests {
         let b = sample();
         let mut m = b.clone();
         m[16] = 1;
-        assert_eq!(validate(&m, 1 << 20, Validation::Producer), Err(BatchError::BadMagic { magic: 1 }));
+        assert_eq!(
+            validate(&m, 1 << 20, Validation::Producer),
+            Err(BatchError::BadMagic { magic: 1 })
+        );
         assert!(matches!(
             validate(&b[..b.len() - 1], 1 << 20, Validation::Producer),
             Err(BatchError::Truncated { .. })
         ));
-        assert!(matches!(validate(&b[..20], 1 << 20, Validation::Producer), Err(BatchError::Truncated { .. })));
+        assert!(matches!(
+            validate(&b[..20], 1 << 20, Validation::Producer),
+            Err(BatchError::Truncated { .. })
+        ));
         assert_eq!(
             validate(&b, b.len() - 1, Validation::Producer),
-            Err(BatchError::TooLarge { size: b.len(), max: b.len() - 1 })
+            Err(BatchError::TooLarge {
+                size: b.len(),
+                max: b.len() - 1
+            })
         );
         let mut short = b.clone();
         short[8..12].copy_from_slice(&10i32.to_be_bytes());
-        assert_eq!(validate(&short, 1 << 20, Validation::Producer), Err(BatchError::LengthTooSmall { length: 10 }));
+        assert_eq!(
+            validate(&short, 1 << 20, Validation::Producer),
+            Err(BatchError::LengthTooSmall { length: 10 })
+        );
     }
 
     #[test]
@@ -436,7 +469,10 @@ mod tests {
         b[57..61].copy_from_slice(&2i32.to_be_bytes());
         let crc = crc32c::crc32c(&b[CRC_START..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
-        assert!(matches!(validate(&b, 1 << 20, Validation::Producer), Err(BatchError::Invalid { .. })));
+        assert!(matches!(
+            validate(&b, 1 << 20, Validation::Producer),
+            Err(BatchError::Invalid { .. })
+        ));
         // A compacted (stored) batch may hold fewer records than offsets.
         assert!(validate(&b, 1 << 20, Validation::Stored).is_ok());
     }

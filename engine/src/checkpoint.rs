@@ -152,7 +152,9 @@ impl Checkpoint {
         file.fdatasync()
             .await
             .map_err(|e| EngineError::io("fdatasync checkpoint", &tmp, e))?;
-        file.close().await.map_err(|e| EngineError::io("close checkpoint", &tmp, e))?;
+        file.close()
+            .await
+            .map_err(|e| EngineError::io("close checkpoint", &tmp, e))?;
         let path = dir.join(FILE_NAME);
         crate::sys::rename(&tmp, &path)?;
         sync_dir(dir).await

@@ -29,7 +29,9 @@ pub struct ManualClock {
 
 impl ManualClock {
     pub fn new(start: TimestampMs) -> ManualClock {
-        ManualClock { now: Cell::new(start.0) }
+        ManualClock {
+            now: Cell::new(start.0),
+        }
     }
 
     pub fn advance_ms(&self, ms: i64) {

@@ -51,7 +51,10 @@ impl PartitionLog {
             s.sync_all().await?;
         }
         let appender = active.appender();
-        let covered_next = appender.as_ref().map(|a| a.written_next()).unwrap_or(active.next_offset());
+        let covered_next = appender
+            .as_ref()
+            .map(|a| a.written_next())
+            .unwrap_or(active.next_offset());
         let covered_pos = active.sync_data().await?;
         let dir_dirty = std::mem::replace(&mut self.flush_state.borrow_mut().dir_dirty, false);
         if dir_dirty {
@@ -126,7 +129,9 @@ impl PartitionLog {
             .map_err(|e| EngineError::io("wait for append lock", &self.dir, e))?;
         let active = self.active();
         if let Some(a) = active.appender() {
-            a.write_through(a.reserved_end()).await.map_err(|e| self.poison_with(e))?;
+            a.write_through(a.reserved_end())
+                .await
+                .map_err(|e| self.poison_with(e))?;
             self.offsets.borrow_mut().advance_end(a.written_next());
         }
         self.flush().await?;
@@ -235,13 +240,34 @@ mod tests {
             log.append(batch(), LEADER).await.expect("append");
             crate::segment_reader::FAIL_NEXT_SYNC.with(|f| f.set(true));
             let err = log.append(batch(), LEADER).await.expect_err("fsync failed");
-            assert!(matches!(err, EngineError::Io { op: "fdatasync segment", .. }), "{err}");
+            assert!(
+                matches!(
+                    err,
+                    EngineError::Io {
+                        op: "fdatasync segment",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
             assert!(log.is_poisoned());
             // Never retried: later appends and flushes fail, naming the cause.
             let err = log.append(batch(), LEADER).await.expect_err("poisoned");
-            assert!(matches!(err, EngineError::Poisoned { op: "fdatasync segment", .. }), "{err}");
+            assert!(
+                matches!(
+                    err,
+                    EngineError::Poisoned {
+                        op: "fdatasync segment",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
             assert!(matches!(log.flush().await, Err(EngineError::Poisoned { .. })));
-            assert!(log.close().await.is_err(), "no clean shutdown marker for a poisoned log");
+            assert!(
+                log.close().await.is_err(),
+                "no clean shutdown marker for a poisoned log"
+            );
             assert_eq!(log.durable_offset(), Offset(1));
         });
     }

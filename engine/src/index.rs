@@ -166,7 +166,10 @@ impl<E: IndexEntry> SparseIndex<E> {
     }
 
     pub fn mark_persisted(&mut self, plan: &PersistPlan) {
-        assert!(plan.entries_after <= self.entries.len(), "index truncated during persist");
+        assert!(
+            plan.entries_after <= self.entries.len(),
+            "index truncated during persist"
+        );
         self.persisted = plan.entries_after;
         self.file_entries = Some(plan.entries_after);
     }
@@ -206,7 +209,11 @@ pub async fn write_all(file: &BufferedFile, path: &Path, buf: &[u8], pos: u64) -
             .await
             .map_err(|e| EngineError::io("write", path, e))?;
         if n == 0 {
-            return Err(EngineError::io("write", path, std::io::Error::from(std::io::ErrorKind::WriteZero)));
+            return Err(EngineError::io(
+                "write",
+                path,
+                std::io::Error::from(std::io::ErrorKind::WriteZero),
+            ));
         }
         written += n;
     }

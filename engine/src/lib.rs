@@ -32,6 +32,7 @@ pub mod log;
 pub mod log_config;
 pub mod log_manager;
 pub mod log_read;
+pub mod notify;
 pub mod offset_index;
 pub mod offsets;
 pub mod record;

@@ -245,12 +245,10 @@ impl PartitionLog {
         let mut out = Vec::new();
         let mut pos = 0usize;
         while pos < records.len() {
-            let info = batch::validate(&records[pos..], size_max, validation).map_err(|source| {
-                EngineError::Batch {
-                    tp: self.tp.clone(),
-                    position: pos,
-                    source,
-                }
+            let info = batch::validate(&records[pos..], size_max, validation).map_err(|source| EngineError::Batch {
+                tp: self.tp.clone(),
+                position: pos,
+                source,
             })?;
             if mode == AppendMode::Replica {
                 if let Some((_, prev)) = out.last() {
@@ -311,7 +309,8 @@ impl PartitionLog {
         if let Err(e) = old.seal().await {
             return Err(self.poison_with(e));
         }
-        let new = match Segment::create(&self.dir, base, self.mode).await {
+        let size_max = self.config.borrow().segment_bytes;
+        let new = match Segment::create(&self.dir, base, self.mode, size_max).await {
             Ok(s) => s,
             Err(e) => return Err(self.poison_with(e)),
         };
@@ -369,7 +368,11 @@ impl PartitionLog {
             first_offset: first.base_offset,
             last_offset: last.last_offset(),
             next_offset: last.next_offset(),
-            max_timestamp: stamped.iter().map(|(_, b)| b.max_timestamp).max().unwrap_or(TimestampMs::NONE),
+            max_timestamp: stamped
+                .iter()
+                .map(|(_, b)| b.max_timestamp)
+                .max()
+                .unwrap_or(TimestampMs::NONE),
             batches: stamped.len(),
             records: stamped.iter().map(|(_, b)| i64::from(b.record_count)).sum(),
             bytes: bytes.len(),

@@ -90,8 +90,12 @@ impl LogConfig {
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         match key {
             "segment.bytes" => {
-                self.segment_bytes =
-                    parse_i64("segment.bytes", value, SEGMENT_BYTES_MIN as i64, SEGMENT_BYTES_MAX as i64)? as u64
+                self.segment_bytes = parse_i64(
+                    "segment.bytes",
+                    value,
+                    SEGMENT_BYTES_MIN as i64,
+                    SEGMENT_BYTES_MAX as i64,
+                )? as u64
             }
             "segment.ms" => self.segment_ms = parse_i64("segment.ms", value, 1, i64::MAX)?,
             "segment.index.bytes" => {

@@ -55,7 +55,10 @@ pub type OffsetIndex = SparseIndex<OffsetEntry>;
 pub fn relative(base: Offset, offset: Offset) -> u32 {
     let rel = offset.0 - base.0;
     assert!(rel >= 0, "offset {offset} below segment base {base}");
-    assert!(rel <= i64::from(u32::MAX), "offset {offset} too far above segment base {base}");
+    assert!(
+        rel <= i64::from(u32::MAX),
+        "offset {offset} too far above segment base {base}"
+    );
     rel as u32
 }
 
@@ -88,7 +91,10 @@ mod tests {
     fn index_of(entries: &[(u32, u32)]) -> OffsetIndex {
         let mut idx = OffsetIndex::new(PathBuf::from("t.index"));
         for &(o, p) in entries {
-            idx.push(OffsetEntry { relative_offset: o, position: p });
+            idx.push(OffsetEntry {
+                relative_offset: o,
+                position: p,
+            });
         }
         idx
     }
@@ -113,7 +119,10 @@ mod tests {
         for e in idx.entries() {
             e.encode(&mut bytes);
         }
-        assert_eq!(OffsetIndex::decode(PathBuf::from("x"), &bytes).unwrap().entries(), idx.entries());
+        assert_eq!(
+            OffsetIndex::decode(PathBuf::from("x"), &bytes).unwrap().entries(),
+            idx.entries()
+        );
         assert!(OffsetIndex::decode(PathBuf::from("x"), &bytes[..7]).is_err());
         let mut swapped = bytes[8..].to_vec();
         swapped.extend_from_slice(&bytes[..8]);

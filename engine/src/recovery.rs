@@ -83,6 +83,7 @@ impl PartitionLog {
     pub async fn open_with_report(params: OpenParams) -> Result<(Rc<PartitionLog>, OpenReport)> {
         let dir = params.dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| EngineError::io("create partition directory", &dir, e))?;
+        crate::sys::prime_dma_probe(&dir).await?;
         let bases = list_segments(&dir)?;
         let cp = Checkpoint::load(&dir).await?;
         let first_base = bases.first().copied().unwrap_or(Offset::ZERO);
@@ -103,16 +104,20 @@ impl PartitionLog {
         };
         check_recovery_segment_present(&dir, &bases, &cp, params.repair)?;
         let mut segments = load_segments(&params, &bases, &cp, &mut report).await?;
-        let log_start = cp.log_start.max(segments.front().map(|s| s.base()).unwrap_or(cp.log_start));
+        let log_start = cp
+            .log_start
+            .max(segments.front().map(|s| s.base()).unwrap_or(cp.log_start));
         let end_of = |segs: &VecDeque<Rc<Segment>>| segs.back().map(|s| s.next_offset());
         if segments.is_empty() || end_of(&segments).is_some_and(|end| end < log_start) {
             for s in segments.drain(..) {
                 s.delete_files().await?;
                 report.segments_deleted += 1;
             }
-            segments.push_back(Rc::new(Segment::create(&dir, log_start, params.mode).await?));
+            segments.push_back(Rc::new(
+                Segment::create(&dir, log_start, params.mode, params.config.segment_bytes).await?,
+            ));
         }
-        activate_last(&segments, params.mode).await?;
+        activate_last(&segments, params.mode, params.config.segment_bytes).await?;
         for s in segments.iter() {
             if s.needs_sync() {
                 s.sync_all().await?;
@@ -323,10 +328,11 @@ async fn delete_segment(dir: &Path, base: Offset) -> Result<()> {
 }
 
 /// Gives the last segment an appender.
-async fn activate_last(segments: &VecDeque<Rc<Segment>>, mode: WriteMode) -> Result<()> {
+async fn activate_last(segments: &VecDeque<Rc<Segment>>, mode: WriteMode, size_max: u64) -> Result<()> {
     let last = segments.back().unwrap_or_else(|| unreachable!());
     if last.appender().is_none() {
-        let appender = SegmentAppender::open(&last.paths().log, mode, last.size(), last.next_offset()).await?;
+        let appender =
+            SegmentAppender::open(&last.paths().log, mode, last.size(), last.next_offset(), size_max).await?;
         last.set_appender(appender);
     }
     Ok(())

@@ -98,7 +98,12 @@ impl PartitionLog {
             });
         }
         let removed: Vec<_> = self.segments.borrow_mut().drain(..doomed).collect();
-        let new_start = self.segments.borrow().front().map(|s| s.base()).unwrap_or_else(|| unreachable!());
+        let new_start = self
+            .segments
+            .borrow()
+            .front()
+            .map(|s| s.base())
+            .unwrap_or_else(|| unreachable!());
         self.offsets.borrow_mut().advance_log_start(new_start);
         self.cache.borrow_mut().drop_below(new_start);
         if self.recovery_point.get().offset < new_start {

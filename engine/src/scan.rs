@@ -25,7 +25,9 @@ pub enum ScanStop {
 
 enum State {
     /// At a batch boundary; `filled` header bytes are buffered.
-    Header { filled: usize },
+    Header {
+        filled: usize,
+    },
     /// Inside the batch that starts at `start`.
     Body {
         start: u64,

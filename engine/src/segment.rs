@@ -99,7 +99,11 @@ impl SegmentMeta {
     /// offsets, timestamps, and an index entry when `interval` bytes have
     /// passed since the last one.
     pub fn note_batch(&mut self, base: Offset, info: &BatchInfo, position: u64, interval: u64) {
-        assert!(position == self.size, "batch at {position} but segment ends at {}", self.size);
+        assert!(
+            position == self.size,
+            "batch at {position} but segment ends at {}",
+            self.size
+        );
         assert!(info.base_offset >= self.next_offset, "batch offsets go backwards");
         if info.max_timestamp > self.largest_timestamp {
             self.largest_timestamp = info.max_timestamp;
@@ -149,7 +153,8 @@ pub struct Segment {
 
 impl Segment {
     /// Creates a new, empty, active segment.
-    pub async fn create(dir: &Path, base: Offset, mode: WriteMode) -> Result<Segment> {
+    /// `size_max` is the log's `segment.bytes`.
+    pub async fn create(dir: &Path, base: Offset, mode: WriteMode, size_max: u64) -> Result<Segment> {
         let paths = SegmentPaths::new(dir, base);
         for p in [&paths.log, &paths.index, &paths.time_index] {
             if p.exists() {
@@ -159,7 +164,7 @@ impl Segment {
                 });
             }
         }
-        let appender = SegmentAppender::open(&paths.log, mode, 0, base).await?;
+        let appender = SegmentAppender::open(&paths.log, mode, 0, base, size_max).await?;
         // Empty index files from the start: a segment whose index file is
         // missing later is known to need a rebuild.
         for p in [&paths.index, &paths.time_index] {
@@ -327,7 +332,9 @@ impl Segment {
         let size = self.sync_data().await?;
         for p in [&self.paths.index, &self.paths.time_index] {
             let f = index::open_for_write(p).await?;
-            f.fdatasync().await.map_err(|e| EngineError::io("fdatasync index", p, e))?;
+            f.fdatasync()
+                .await
+                .map_err(|e| EngineError::io("fdatasync index", p, e))?;
             f.close().await.map_err(|e| EngineError::io("close index", p, e))?;
         }
         self.meta.borrow_mut().indexes_durable = true;

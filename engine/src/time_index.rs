@@ -81,7 +81,10 @@ mod tests {
     fn lookup_starts_before_the_first_candidate() {
         let mut idx = TimeIndex::new(PathBuf::from("t.timeindex"));
         for (ts, o) in [(100, 0), (200, 5), (300, 9)] {
-            idx.push(TimeEntry { timestamp: TimestampMs(ts), relative_offset: o });
+            idx.push(TimeEntry {
+                timestamp: TimestampMs(ts),
+                relative_offset: o,
+            });
         }
         let base = Offset(50);
         assert_eq!(lookup(&idx, base, TimestampMs(50)), Offset(50));

@@ -32,7 +32,9 @@ impl PartitionLog {
             .map_err(|e| EngineError::io("wait for flush lock", &self.dir, e))?;
         let active = self.active();
         if let Some(a) = active.appender() {
-            a.write_through(a.reserved_end()).await.map_err(|e| self.poison_with(e))?;
+            a.write_through(a.reserved_end())
+                .await
+                .map_err(|e| self.poison_with(e))?;
             self.offsets.borrow_mut().advance_end(a.written_next());
         }
         if offset >= self.log_end_offset() {
@@ -54,7 +56,8 @@ impl PartitionLog {
         for s in &removed {
             s.delete_files().await?;
         }
-        let fresh = Segment::create(&self.dir, offset, self.mode).await?;
+        let size_max = self.config.borrow().segment_bytes;
+        let fresh = Segment::create(&self.dir, offset, self.mode, size_max).await?;
         self.segments.borrow_mut().push_back(Rc::new(fresh));
         self.cache.borrow_mut().clear();
         self.offsets.borrow_mut().reset(offset);
@@ -90,7 +93,15 @@ impl PartitionLog {
         let appender = match segment.appender() {
             Some(a) => a,
             None => {
-                let a = SegmentAppender::open(&segment.paths().log, self.mode, seg_end, segment.next_offset()).await?;
+                let size_max = self.config.borrow().segment_bytes;
+                let a = SegmentAppender::open(
+                    &segment.paths().log,
+                    self.mode,
+                    seg_end,
+                    segment.next_offset(),
+                    size_max,
+                )
+                .await?;
                 segment.set_appender(a);
                 segment.appender().unwrap_or_else(|| unreachable!())
             }

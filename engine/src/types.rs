@@ -115,6 +115,9 @@ mod tests {
         assert_eq!(TopicPartition::parse_dir_name("my-topic-x-12"), Some(tp));
         assert_eq!(TopicPartition::parse_dir_name("-3"), None);
         assert_eq!(TopicPartition::parse_dir_name("topic"), None);
-        assert_eq!(TopicPartition::parse_dir_name("t--1"), Some(TopicPartition::new("t-", 1)));
+        assert_eq!(
+            TopicPartition::parse_dir_name("t--1"),
+            Some(TopicPartition::new("t-", 1))
+        );
     }
 }

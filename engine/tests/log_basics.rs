@@ -22,10 +22,15 @@ fn append_assigns_offsets_and_reads_them_back_across_segments() {
         let dir = tempfile::tempdir().unwrap();
         run(|| async {
             let clock: Rc<dyn Clock> = Rc::new(SystemClock);
-            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock)).await.unwrap();
+            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock))
+                .await
+                .unwrap();
             let mut expected = Vec::new();
             for i in 0..100 {
-                let info = log.append(producer_batch(3, 100, 1000 + i, i as u8), LEADER).await.unwrap();
+                let info = log
+                    .append(producer_batch(3, 100, 1000 + i, i as u8), LEADER)
+                    .await
+                    .unwrap();
                 assert_eq!(info.first_offset, Offset(3 * i));
                 assert_eq!(info.next_offset, Offset(3 * i + 3));
                 expected.push(info);
@@ -41,16 +46,25 @@ fn append_assigns_offsets_and_reads_them_back_across_segments() {
                 assert_eq!(info.leader_epoch, ferrite_engine::LeaderEpoch(3));
             }
             // A read from the middle of a batch starts at that batch.
-            let r = log.read(Offset(151), 10, Offset(300), SizeLimit::AtLeastOneBatch).await.unwrap();
+            let r = log
+                .read(Offset(151), 10, Offset(300), SizeLimit::AtLeastOneBatch)
+                .await
+                .unwrap();
             assert_eq!(r.first_offset, Offset(150));
             assert_eq!(r.next_offset, Offset(153), "one batch although max_bytes is tiny");
             assert!(matches!(r.region, ReadRegion::File(_)));
             let r = log.read(Offset(151), 10, Offset(300), SizeLimit::Strict).await.unwrap();
             assert_eq!(r.bytes, 0);
             // The upper bound (high watermark) is respected.
-            let r = log.read(Offset(0), 1 << 20, Offset(9), SizeLimit::Strict).await.unwrap();
+            let r = log
+                .read(Offset(0), 1 << 20, Offset(9), SizeLimit::Strict)
+                .await
+                .unwrap();
             assert_eq!(r.next_offset, Offset(9));
-            let r = log.read(Offset(0), 1 << 20, Offset(8), SizeLimit::Strict).await.unwrap();
+            let r = log
+                .read(Offset(0), 1 << 20, Offset(8), SizeLimit::Strict)
+                .await
+                .unwrap();
             assert_eq!(r.next_offset, Offset(6), "a batch straddling the bound is left out");
             // Out of range.
             assert!(matches!(
@@ -71,11 +85,16 @@ fn caught_up_reads_come_from_memory() {
             cache_bytes_max: 1 << 20,
             ..LogConfig::default()
         };
-        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, clock)).await.unwrap();
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, clock))
+            .await
+            .unwrap();
         for i in 0..10 {
             log.append(producer_batch(1, 1000, i, 1), LEADER).await.unwrap();
         }
-        let r = log.read(Offset(7), 1 << 20, Offset(10), SizeLimit::Strict).await.unwrap();
+        let r = log
+            .read(Offset(7), 1 << 20, Offset(10), SizeLimit::Strict)
+            .await
+            .unwrap();
         assert!(matches!(r.region, ReadRegion::Cached(ref b) if b.len() == 3));
         assert_eq!((r.first_offset, r.next_offset), (Offset(7), Offset(10)));
         log.close().await.unwrap();
@@ -91,7 +110,9 @@ fn rejected_batches_write_nothing() {
             max_message_bytes: 2000,
             ..LogConfig::default()
         };
-        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, clock)).await.unwrap();
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, clock))
+            .await
+            .unwrap();
         log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
         let size = log.size_bytes();
         let mut bad_crc = producer_batch(2, 10, 0, 1);
@@ -129,7 +150,8 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
     let dir = tempfile::tempdir().unwrap();
     run(|| async {
         let clock: Rc<dyn Clock> = Rc::new(SystemClock);
-        let open = || PartitionLog::open_with_report(params(dir.path(), small_segments(), WriteMode::Direct, clock.clone()));
+        let open =
+            || PartitionLog::open_with_report(params(dir.path(), small_segments(), WriteMode::Direct, clock.clone()));
         let (log, _) = open().await.unwrap();
         for i in 0..50 {
             log.append(producer_batch(2, 150, i, 7), LEADER).await.unwrap();
@@ -148,7 +170,9 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
         assert!(report.segments_scanned >= 1, "{report:?}");
         // Direct writes leave the last block zero-padded: recovery cuts the
         // padding, at the end of the last batch.
-        let active_size = std::fs::metadata(dir.path().join("00000000000000000100.log")).unwrap().len();
+        let active_size = std::fs::metadata(dir.path().join("00000000000000000100.log"))
+            .unwrap()
+            .len();
         if let Some((_, at)) = &report.truncated_at {
             assert_eq!(*at, active_size, "{report:?}");
         }
@@ -165,15 +189,32 @@ fn timestamp_lookup_finds_the_first_record_at_or_after() {
     let dir = tempfile::tempdir().unwrap();
     run(|| async {
         let clock: Rc<dyn Clock> = Rc::new(SystemClock);
-        let log = PartitionLog::open(params(dir.path(), small_segments(), WriteMode::Buffered, clock)).await.unwrap();
+        let log = PartitionLog::open(params(dir.path(), small_segments(), WriteMode::Buffered, clock))
+            .await
+            .unwrap();
         // Batch i holds 4 records with timestamps 1000*i + 0..3.
         for i in 0..40i64 {
             log.append(producer_batch(4, 50, 1000 * i, 0), LEADER).await.unwrap();
         }
         let end = log.log_end_offset();
-        for (target, offset, ts) in [(0, 0, 0), (1, 1, 1), (3, 3, 3), (4, 4, 1000), (17_002, 70, 17_002), (39_003, 159, 39_003)] {
-            let hit = log.offset_for_timestamp(TimestampMs(target), end).await.unwrap().expect("hit");
-            assert_eq!((hit.offset, hit.timestamp), (Offset(offset), TimestampMs(ts)), "target {target}");
+        for (target, offset, ts) in [
+            (0, 0, 0),
+            (1, 1, 1),
+            (3, 3, 3),
+            (4, 4, 1000),
+            (17_002, 70, 17_002),
+            (39_003, 159, 39_003),
+        ] {
+            let hit = log
+                .offset_for_timestamp(TimestampMs(target), end)
+                .await
+                .unwrap()
+                .expect("hit");
+            assert_eq!(
+                (hit.offset, hit.timestamp),
+                (Offset(offset), TimestampMs(ts)),
+                "target {target}"
+            );
         }
         assert_eq!(log.offset_for_timestamp(TimestampMs(39_004), end).await.unwrap(), None);
         log.close().await.unwrap();
@@ -186,7 +227,9 @@ fn truncation_removes_the_tail_and_appends_continue() {
         let dir = tempfile::tempdir().unwrap();
         run(|| async {
             let clock: Rc<dyn Clock> = Rc::new(SystemClock);
-            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock.clone())).await.unwrap();
+            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock.clone()))
+                .await
+                .unwrap();
             for i in 0..60 {
                 log.append(producer_batch(2, 100, i, 1), LEADER).await.unwrap();
             }
@@ -201,7 +244,9 @@ fn truncation_removes_the_tail_and_appends_continue() {
             assert_eq!(info.first_offset, Offset(40));
             log.close().await.unwrap();
             drop(log);
-            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock)).await.unwrap();
+            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock))
+                .await
+                .unwrap();
             assert_eq!(log.log_end_offset(), Offset(42));
             assert_eq!(read_all(&log, Offset(0), 1 << 20).await.len(), 21);
             log.close().await.unwrap();

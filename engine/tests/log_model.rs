@@ -14,14 +14,24 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Append { batches: usize, records: usize, value_len: usize },
+    Append {
+        batches: usize,
+        records: usize,
+        value_len: usize,
+    },
     AdvanceClockMs(i64),
     Retention,
-    Truncate { at_permille: u16 },
+    Truncate {
+        at_permille: u16,
+    },
     Flush,
     RestartClean,
     RestartUnclean,
-    Read { at_permille: u16, max_bytes: usize, strict: bool },
+    Read {
+        at_permille: u16,
+        max_bytes: usize,
+        strict: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -65,24 +75,30 @@ fn config_strategy() -> impl Strategy<Value = (LogConfig, WriteMode)> {
         prop_oneof![Just(-1i64), Just(10_000)],
         any::<bool>(),
     )
-        .prop_map(|(segment_bytes, index_interval_bytes, cache_bytes_max, retention_ms, retention_bytes, direct)| {
-            let config = LogConfig {
-                segment_bytes,
-                index_interval_bytes,
-                cache_bytes_max,
-                retention_ms,
-                retention_bytes,
-                ..LogConfig::default()
-            };
-            (config, if direct { WriteMode::Direct } else { WriteMode::Buffered })
-        })
+        .prop_map(
+            |(segment_bytes, index_interval_bytes, cache_bytes_max, retention_ms, retention_bytes, direct)| {
+                let config = LogConfig {
+                    segment_bytes,
+                    index_interval_bytes,
+                    cache_bytes_max,
+                    retention_ms,
+                    retention_bytes,
+                    ..LogConfig::default()
+                };
+                (config, if direct { WriteMode::Direct } else { WriteMode::Buffered })
+            },
+        )
 }
 
 async fn check_read(log: &PartitionLog, model: &Model, at_permille: u16, max_bytes: usize, strict: bool) {
     let start = model.log_start;
     let end = model.next;
     let at = Offset(start.0 + (end.0 - start.0) * i64::from(at_permille) / 1000);
-    let limit = if strict { SizeLimit::Strict } else { SizeLimit::AtLeastOneBatch };
+    let limit = if strict {
+        SizeLimit::Strict
+    } else {
+        SizeLimit::AtLeastOneBatch
+    };
     let r = log.read(at, max_bytes, end, limit).await.expect("read in range");
     let bytes = r.to_vec().await.expect("bytes");
     assert_eq!(bytes.len() as u64, r.bytes);
@@ -93,11 +109,18 @@ async fn check_read(log: &PartitionLog, model: &Model, at_permille: u16, max_byt
         assert_eq!(g, &e.bytes, "batch at {} differs", e.base);
     }
     if !got.is_empty() {
-        assert!(bytes.len() <= max_bytes || (!strict && got.len() == 1), "read over its limit");
+        assert!(
+            bytes.len() <= max_bytes || (!strict && got.len() == 1),
+            "read over its limit"
+        );
         assert_eq!(r.first_offset, expected[0].base);
         assert_eq!(r.next_offset, expected[got.len() - 1].next);
     } else if let Some(first) = expected.first() {
-        assert!(strict && first.bytes.len() > max_bytes, "empty read although {} fits", first.base);
+        assert!(
+            strict && first.bytes.len() > max_bytes,
+            "empty read although {} fits",
+            first.base
+        );
     }
     // Whole batches only, and as many as fit — a read from disk stops at the
     // end of its segment, as in Kafka.
@@ -119,7 +142,9 @@ async fn check_all(log: &PartitionLog, model: &Model) {
     assert_eq!(got.len(), expected.len(), "batch count");
     assert!(got == expected, "log content differs from the model");
     if model.log_start.0 > 0 {
-        let below = log.read(Offset(model.log_start.0 - 1), 100, model.next, SizeLimit::Strict).await;
+        let below = log
+            .read(Offset(model.log_start.0 - 1), 100, model.next, SizeLimit::Strict)
+            .await;
         assert!(matches!(below, Err(EngineError::OffsetOutOfRange { .. })));
     }
 }
@@ -142,7 +167,11 @@ fn run_case(config: LogConfig, mode: WriteMode, ops: Vec<Op>) {
         let mut fill = 0u8;
         for op in ops {
             match op {
-                Op::Append { batches, records, value_len } => {
+                Op::Append {
+                    batches,
+                    records,
+                    value_len,
+                } => {
                     let mut set = bytes::BytesMut::new();
                     let mut expected = Vec::new();
                     let mut next = model.next;
@@ -152,7 +181,11 @@ fn run_case(config: LogConfig, mode: WriteMode, ops: Vec<Op>) {
                         let mut stamped = b.to_vec();
                         stamp(&mut stamped, next, LeaderEpoch(3));
                         let info = validate(&stamped, 1 << 20, Validation::Producer).unwrap();
-                        expected.push(ModelBatch { base: next, next: info.next_offset(), bytes: stamped });
+                        expected.push(ModelBatch {
+                            base: next,
+                            next: info.next_offset(),
+                            bytes: stamped,
+                        });
                         next = info.next_offset();
                         set.extend_from_slice(&b);
                     }
@@ -169,7 +202,8 @@ fn run_case(config: LogConfig, mode: WriteMode, ops: Vec<Op>) {
                     assert!(outcome.log_start >= model.log_start);
                     assert!(
                         outcome.log_start == model.next || model.batches.iter().any(|b| b.base == outcome.log_start),
-                        "log start {} is not a batch boundary", outcome.log_start
+                        "log start {} is not a batch boundary",
+                        outcome.log_start
                     );
                     if config.retention_bytes >= 0 && config.retention_ms < 0 {
                         assert!(log.size_bytes() >= (config.retention_bytes as u64).min(before_size));
@@ -182,7 +216,12 @@ fn run_case(config: LogConfig, mode: WriteMode, ops: Vec<Op>) {
                     let end = log.truncate_to(at).await.unwrap();
                     let keep = model.batches.iter().take_while(|b| b.next <= at).count();
                     model.batches.truncate(keep);
-                    model.next = model.batches.last().map(|b| b.next).unwrap_or(Offset(0)).max(model.log_start);
+                    model.next = model
+                        .batches
+                        .last()
+                        .map(|b| b.next)
+                        .unwrap_or(Offset(0))
+                        .max(model.log_start);
                     assert_eq!(end, model.next);
                 }
                 Op::Flush => {
@@ -197,7 +236,11 @@ fn run_case(config: LogConfig, mode: WriteMode, ops: Vec<Op>) {
                     drop(log);
                     log = open().await.unwrap();
                 }
-                Op::Read { at_permille, max_bytes, strict } => {
+                Op::Read {
+                    at_permille,
+                    max_bytes,
+                    strict,
+                } => {
                     check_read(&log, &model, at_permille, max_bytes, strict).await;
                 }
             }
@@ -219,10 +262,4 @@ proptest! {
     fn log_returns_exactly_what_was_appended((config, mode) in config_strategy(), ops in proptest::collection::vec(op(), 1..60)) {
         run_case(config, mode, ops);
     }
-}
-
-#[test]
-fn replay_case() {
-    let config = LogConfig { segment_bytes: 3000, segment_ms: 604800000, segment_index_bytes: 10485760, index_interval_bytes: 100, max_message_bytes: 1048588, flush_messages: 9223372036854775807, flush_ms: 9223372036854775807, retention_ms: -1, retention_bytes: 10000, cache_bytes_max: 0 };
-    run_case(config, WriteMode::Buffered, vec![Op::RestartUnclean, Op::Append { batches: 1, records: 3, value_len: 474 }, Op::Read { at_permille: 450, max_bytes: 5420, strict: true }, Op::Append { batches: 3, records: 4, value_len: 491 }, Op::Read { at_permille: 777, max_bytes: 1421, strict: false }, Op::Append { batches: 3, records: 5, value_len: 559 }, Op::Read { at_permille: 354, max_bytes: 4542, strict: false }, Op::Append { batches: 2, records: 2, value_len: 414 }, Op::Append { batches: 1, records: 1, value_len: 424 }, Op::Append { batches: 2, records: 4, value_len: 396 }, Op::AdvanceClockMs(1918831), Op::Append { batches: 3, records: 5, value_len: 274 }, Op::RestartClean, Op::Read { at_permille: 124, max_bytes: 2912, strict: true }, Op::RestartClean, Op::Read { at_permille: 151, max_bytes: 1269, strict: false }, Op::Read { at_permille: 70, max_bytes: 4665, strict: true }, Op::Read { at_permille: 628, max_bytes: 5905, strict: true }, Op::Append { batches: 2, records: 3, value_len: 77 }, Op::RestartUnclean, Op::Truncate { at_permille: 607 }, Op::Append { batches: 3, records: 2, value_len: 457 }, Op::Append { batches: 3, records: 2, value_len: 653 }, Op::Append { batches: 1, records: 3, value_len: 237 }, Op::Append { batches: 3, records: 2, value_len: 620 }, Op::Append { batches: 1, records: 2, value_len: 367 }, Op::Append { batches: 1, records: 4, value_len: 394 }, Op::Read { at_permille: 81, max_bytes: 1605, strict: true }, Op::Append { batches: 3, records: 5, value_len: 460 }, Op::Retention, Op::Append { batches: 1, records: 5, value_len: 390 }, Op::Append { batches: 1, records: 2, value_len: 475 }, Op::Append { batches: 2, records: 4, value_len: 261 }, Op::Retention, Op::Read { at_permille: 630, max_bytes: 5899, strict: true }, Op::Append { batches: 1, records: 3, value_len: 42 }, Op::RestartUnclean, Op::Append { batches: 2, records: 4, value_len: 586 }, Op::Append { batches: 2, records: 2, value_len: 106 }, Op::Read { at_permille: 357, max_bytes: 5667, strict: false }, Op::AdvanceClockMs(5945382), Op::Append { batches: 2, records: 5, value_len: 116 }, Op::Retention, Op::Read { at_permille: 729, max_bytes: 2394, strict: false }]);
 }

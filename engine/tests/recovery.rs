@@ -36,7 +36,11 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
 fn torn_tails_are_cut_exactly_at_the_damage() {
     for_seeds(seeds(0..150), |seed| {
         let mut rng = Rng::new(seed);
-        let mode = if rng.below(2) == 0 { WriteMode::Buffered } else { WriteMode::Direct };
+        let mode = if rng.below(2) == 0 {
+            WriteMode::Buffered
+        } else {
+            WriteMode::Direct
+        };
         let config = LogConfig {
             segment_bytes: [2048, 8192, 1 << 20][rng.below(3) as usize],
             index_interval_bytes: [0, 256, 4096][rng.below(3) as usize],
@@ -46,10 +50,13 @@ fn torn_tails_are_cut_exactly_at_the_damage() {
         let dir = tempfile::tempdir().unwrap();
         let n = 5 + rng.below(40) as usize;
         let flush_after = rng.below(n as u64 + 1) as usize;
-        let specs: Vec<(usize, usize)> =
-            (0..n).map(|_| (1 + rng.below(4) as usize, rng.below(900) as usize)).collect();
+        let specs: Vec<(usize, usize)> = (0..n)
+            .map(|_| (1 + rng.below(4) as usize, rng.below(900) as usize))
+            .collect();
         run(|| async {
-            let log = PartitionLog::open(params(dir.path(), config.clone(), mode, clock())).await.unwrap();
+            let log = PartitionLog::open(params(dir.path(), config.clone(), mode, clock()))
+                .await
+                .unwrap();
             for (i, (records, value_len)) in specs.iter().enumerate() {
                 let b = producer_batch(*records, *value_len, i as i64, i as u8);
                 log.append(b, LEADER).await.unwrap();
@@ -64,7 +71,11 @@ fn torn_tails_are_cut_exactly_at_the_damage() {
         let cp = ferrite_engine::checkpoint::Checkpoint::decode(&std::fs::read(dir.path().join("checkpoint")).unwrap())
             .unwrap();
         let last_base = Offset(last.file_stem().unwrap().to_string_lossy().parse().unwrap());
-        let floor = if cp.recovery.segment_base == last_base { cp.recovery.position } else { 0 };
+        let floor = if cp.recovery.segment_base == last_base {
+            cp.recovery.position
+        } else {
+            0
+        };
         let len = std::fs::metadata(&last).unwrap().len();
         let logical = logical_batches(&std::fs::read(&last).unwrap());
         let point = floor + rng.below(len - floor + 1);
@@ -77,18 +88,23 @@ fn torn_tails_are_cut_exactly_at_the_damage() {
             garbage[0] = orig[0] ^ (1 + (rng.below(255) as u8));
             f.write_all_at(&garbage, point).unwrap();
         }
-        let survivors: Vec<&(u64, Offset)> = logical
-            .iter().filter(|(end, _)| *end <= point).collect();
+        let survivors: Vec<&(u64, Offset)> = logical.iter().filter(|(end, _)| *end <= point).collect();
         let expected_end = survivors.last().map(|(_, next)| *next).unwrap_or(last_base);
         run(|| async {
-            let (log, report) =
-                PartitionLog::open_with_report(params(dir.path(), config.clone(), mode, clock())).await.unwrap();
-            assert_eq!(log.log_end_offset(), expected_end, "seed {seed}: {report:?}, point {point} of {len}");
+            let (log, report) = PartitionLog::open_with_report(params(dir.path(), config.clone(), mode, clock()))
+                .await
+                .unwrap();
+            assert_eq!(
+                log.log_end_offset(),
+                expected_end,
+                "seed {seed}: {report:?}, point {point} of {len}"
+            );
             // Everything left reads back valid and contiguous.
             let all = read_all(&log, Offset(0), 1 << 20).await;
             let mut next = Offset(0);
             for b in &all {
-                let info = ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored).unwrap();
+                let info =
+                    ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored).unwrap();
                 assert_eq!(info.base_offset, next);
                 next = info.next_offset();
             }
@@ -104,7 +120,10 @@ fn torn_tails_are_cut_exactly_at_the_damage() {
 /// (end position, next offset) of each valid batch in a segment file.
 fn logical_batches(bytes: &[u8]) -> Vec<(u64, Offset)> {
     let (found, _, _) = ferrite_engine::scan::scan_bytes(bytes, Offset(0));
-    found.iter().map(|(pos, info)| (pos + info.size as u64, info.next_offset())).collect()
+    found
+        .iter()
+        .map(|(pos, info)| (pos + info.size as u64, info.next_offset()))
+        .collect()
 }
 
 /// Flushes and checkpoints, then damages a batch the checkpoint says is on
@@ -119,7 +138,9 @@ fn corruption_below_the_recovery_point_is_refused_not_truncated() {
             ..LogConfig::default()
         };
         let positions: Vec<(u64, Offset)> = run(|| async {
-            let log = PartitionLog::open(params(dir.path(), config.clone(), mode, clock())).await.unwrap();
+            let log = PartitionLog::open(params(dir.path(), config.clone(), mode, clock()))
+                .await
+                .unwrap();
             let mut out = Vec::new();
             let mut pos = 0;
             for i in 0..20 {
@@ -154,7 +175,10 @@ fn corruption_below_the_recovery_point_is_refused_not_truncated() {
             }
             assert!(err.to_string().contains(&seg.display().to_string()));
         });
-        assert!(std::fs::metadata(&seg).unwrap().len() >= size_before, "refusal must not truncate");
+        assert!(
+            std::fs::metadata(&seg).unwrap().len() >= size_before,
+            "refusal must not truncate"
+        );
         run(|| async {
             let mut p = params(dir.path(), config.clone(), mode, clock());
             p.repair = Repair::Truncate;
@@ -176,7 +200,9 @@ fn corruption_in_an_older_segment_with_a_lost_index_is_refused() {
         ..LogConfig::default()
     };
     run(|| async {
-        let log = PartitionLog::open(params(dir.path(), config.clone(), WriteMode::Buffered, clock())).await.unwrap();
+        let log = PartitionLog::open(params(dir.path(), config.clone(), WriteMode::Buffered, clock()))
+            .await
+            .unwrap();
         for i in 0..40 {
             log.append(producer_batch(1, 400, i, 2), LEADER).await.unwrap();
         }
@@ -213,7 +239,9 @@ fn kill9_child_appends_forever() {
         ..LogConfig::default()
     };
     run(|| async move {
-        let log = PartitionLog::open(params(Path::new(&dir), config, mode, clock())).await.unwrap();
+        let log = PartitionLog::open(params(Path::new(&dir), config, mode, clock()))
+            .await
+            .unwrap();
         let stdout = std::io::stdout();
         let mut i = 0i64;
         loop {
@@ -233,7 +261,13 @@ fn kill9_loses_nothing_acknowledged() {
     for mode in ["buffered", "direct"] {
         let dir = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["kill9_child_appends_forever", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "kill9_child_appends_forever",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("FERRITE_KILL9_DIR", dir.path())
             .env("FERRITE_KILL9_MODE", mode)
             .stdout(std::process::Stdio::piped())
@@ -256,18 +290,29 @@ fn kill9_loses_nothing_acknowledged() {
         }
         child.wait().unwrap();
         assert_eq!(acks, 3000, "child stopped early");
-        let wm = if mode == "direct" { WriteMode::Direct } else { WriteMode::Buffered };
+        let wm = if mode == "direct" {
+            WriteMode::Direct
+        } else {
+            WriteMode::Buffered
+        };
         run(|| async {
             let config = LogConfig {
                 segment_bytes: 64 << 10,
                 ..LogConfig::default()
             };
-            let log = PartitionLog::open(params(dir.path(), config, wm, clock())).await.unwrap();
-            assert!(log.log_end_offset() >= last_acked, "{mode}: acked {last_acked}, recovered {}", log.log_end_offset());
+            let log = PartitionLog::open(params(dir.path(), config, wm, clock()))
+                .await
+                .unwrap();
+            assert!(
+                log.log_end_offset() >= last_acked,
+                "{mode}: acked {last_acked}, recovered {}",
+                log.log_end_offset()
+            );
             let all = read_all(&log, Offset(0), 1 << 20).await;
             let mut next = Offset(0);
             for b in &all {
-                let info = ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored).unwrap();
+                let info =
+                    ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored).unwrap();
                 assert_eq!(info.base_offset, next);
                 next = info.next_offset();
             }

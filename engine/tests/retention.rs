@@ -27,17 +27,26 @@ fn time_retention_deletes_old_sealed_segments_and_persists_the_log_start() {
     run(|| async {
         let clock = manual_clock();
         let dyn_clock: Rc<dyn Clock> = clock.clone();
-        let log = PartitionLog::open(params(dir.path(), config(HOUR_MS, -1), WriteMode::Buffered, dyn_clock.clone()))
-            .await
-            .unwrap();
+        let log = PartitionLog::open(params(
+            dir.path(),
+            config(HOUR_MS, -1),
+            WriteMode::Buffered,
+            dyn_clock.clone(),
+        ))
+        .await
+        .unwrap();
         // Old data: timestamps "now"; then two hours pass and new data comes.
         for _ in 0..20 {
-            log.append(producer_batch(1, 900, clock.now_ms().0, 1), LEADER).await.unwrap();
+            log.append(producer_batch(1, 900, clock.now_ms().0, 1), LEADER)
+                .await
+                .unwrap();
         }
         let old_end = log.log_end_offset();
         clock.advance_ms(2 * HOUR_MS);
         for _ in 0..10 {
-            log.append(producer_batch(1, 900, clock.now_ms().0, 2), LEADER).await.unwrap();
+            log.append(producer_batch(1, 900, clock.now_ms().0, 2), LEADER)
+                .await
+                .unwrap();
         }
         let segments = log.segment_count();
         let outcome = log.apply_retention().await.unwrap();
@@ -48,10 +57,14 @@ fn time_retention_deletes_old_sealed_segments_and_persists_the_log_start() {
         assert!(log.log_start_offset() <= old_end && log.log_start_offset() > Offset(0));
         let start = log.log_start_offset();
         assert!(matches!(
-            log.read(Offset(start.0 - 1), 1000, log.log_end_offset(), SizeLimit::Strict).await,
+            log.read(Offset(start.0 - 1), 1000, log.log_end_offset(), SizeLimit::Strict)
+                .await,
             Err(EngineError::OffsetOutOfRange { .. })
         ));
-        assert_eq!(read_all(&log, start, 1 << 20).await.len() as i64, log.log_end_offset().0 - start.0);
+        assert_eq!(
+            read_all(&log, start, 1 << 20).await.len() as i64,
+            log.log_end_offset().0 - start.0
+        );
         // Nothing left to delete now; the active segment is never deleted.
         clock.advance_ms(10 * HOUR_MS);
         log.apply_retention().await.unwrap();
@@ -72,7 +85,9 @@ fn size_retention_keeps_at_least_retention_bytes() {
     run(|| async {
         let clock: Rc<dyn Clock> = manual_clock();
         let limit = 20_000;
-        let log = PartitionLog::open(params(dir.path(), config(-1, limit), WriteMode::Buffered, clock)).await.unwrap();
+        let log = PartitionLog::open(params(dir.path(), config(-1, limit), WriteMode::Buffered, clock))
+            .await
+            .unwrap();
         for _ in 0..100 {
             log.append(producer_batch(1, 900, 0, 1), LEADER).await.unwrap();
         }
@@ -96,11 +111,15 @@ fn the_log_manager_runs_retention_every_check_interval() {
         let dyn_clock: Rc<dyn Clock> = clock.clone();
         let mut mc = LogManagerConfig::new(dir.path());
         mc.retention_check_interval_ms = 20;
-        let manager = LogManager::open(mc, ShardId(0), 1, dyn_clock, &|_| config(HOUR_MS, -1)).await.unwrap();
+        let manager = LogManager::open(mc, ShardId(0), 1, dyn_clock, &|_| config(HOUR_MS, -1))
+            .await
+            .unwrap();
         manager.start_background();
         let log = manager.create(&tp(), config(HOUR_MS, -1)).await.unwrap();
         for _ in 0..20 {
-            log.append(producer_batch(1, 900, clock.now_ms().0, 1), LEADER).await.unwrap();
+            log.append(producer_batch(1, 900, clock.now_ms().0, 1), LEADER)
+                .await
+                .unwrap();
         }
         glommio::timer::sleep(Duration::from_millis(100)).await;
         assert_eq!(log.log_start_offset(), Offset(0), "nothing is old yet");
@@ -116,7 +135,9 @@ fn the_log_manager_runs_retention_every_check_interval() {
         drop(log);
         // Reopened by a new manager: clean shutdown, same log start.
         let mc = LogManagerConfig::new(dir.path());
-        let manager = LogManager::open(mc, ShardId(0), 1, clock.clone(), &|_| config(HOUR_MS, -1)).await.unwrap();
+        let manager = LogManager::open(mc, ShardId(0), 1, clock.clone(), &|_| config(HOUR_MS, -1))
+            .await
+            .unwrap();
         let log = manager.get(&tp()).expect("log reopened");
         assert!(log.log_start_offset() > Offset(0));
         manager.delete(&tp()).await.unwrap();

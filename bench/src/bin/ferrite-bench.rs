@@ -39,8 +39,8 @@ enum Command {
         /// Records per batch (16 x 1 KiB records make a 16 KiB batch).
         #[arg(long, default_value_t = 16)]
         batch_records: usize,
-        /// Appends in flight at once.
-        #[arg(long, default_value_t = 32)]
+        /// Appends in flight at once (as produce requests from many clients).
+        #[arg(long, default_value_t = 256)]
         inflight: usize,
         /// How the engine writes segments.
         #[arg(long, value_enum, default_value = "direct")]

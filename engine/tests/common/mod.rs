@@ -9,8 +9,7 @@ use bytes::BytesMut;
 use ferrite_engine::batch::build_batch;
 use ferrite_engine::clock::{Clock, ManualClock};
 use ferrite_engine::{
-    LeaderEpoch, LogConfig, Offset, OpenParams, PartitionLog, Repair, SizeLimit, TimestampMs, TopicPartition,
-    WriteMode,
+    LeaderEpoch, LogConfig, Offset, OpenParams, PartitionLog, Repair, SizeLimit, TimestampMs, TopicPartition, WriteMode,
 };
 
 /// Runs `f` on a fresh glommio executor on this thread.
@@ -61,7 +60,10 @@ pub async fn read_all(log: &PartitionLog, from: Offset, max_bytes: usize) -> Vec
     let mut at = from;
     let end = log.log_end_offset();
     while at < end {
-        let r = log.read(at, max_bytes, end, SizeLimit::AtLeastOneBatch).await.expect("read");
+        let r = log
+            .read(at, max_bytes, end, SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
         assert!(r.next_offset > at, "read at {at} made no progress: {r:?}");
         let bytes = r.to_vec().await.expect("bytes");
         out.extend(split_batches(&bytes));
