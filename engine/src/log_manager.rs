@@ -266,6 +266,12 @@ impl LogManager {
     }
 }
 
+impl crate::shard::ShardService for LogManager {
+    fn shutdown(self: Rc<Self>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> {
+        Box::pin(async move { LogManager::shutdown(&self).await })
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Task {
     Retention,

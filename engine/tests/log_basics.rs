@@ -253,3 +253,40 @@ fn truncation_removes_the_tail_and_appends_continue() {
         });
     }
 }
+
+#[test]
+fn segments_roll_on_age_and_on_a_full_index() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock = manual_clock();
+        let dyn_clock: Rc<dyn Clock> = clock.clone();
+        let config = LogConfig {
+            segment_ms: 1000,
+            segment_index_bytes: 16, // two entries
+            index_interval_bytes: 0,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, dyn_clock))
+            .await
+            .unwrap();
+        log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
+        clock.advance_ms(999);
+        log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
+        assert_eq!(log.segment_count(), 1, "not old enough yet");
+        clock.advance_ms(1);
+        log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
+        assert_eq!(log.segment_bases(), vec![Offset(0), Offset(2)], "rolled on segment.ms");
+        // Every batch after the first gets an index entry; the third would
+        // not fit in 16 bytes.
+        log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
+        log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
+        assert_eq!(log.segment_count(), 2);
+        log.append(producer_batch(1, 10, 0, 1), LEADER).await.unwrap();
+        assert_eq!(
+            log.segment_bases(),
+            vec![Offset(0), Offset(2), Offset(5)],
+            "rolled on segment.index.bytes"
+        );
+        log.close().await.unwrap();
+    });
+}

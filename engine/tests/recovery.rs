@@ -321,3 +321,38 @@ fn kill9_loses_nothing_acknowledged() {
         });
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// A segment made of arbitrary bytes after some valid batches, with no
+    /// checkpoint (nothing known durable): opening never fails or panics, and
+    /// keeps exactly the valid prefix.
+    #[test]
+    fn recovery_of_arbitrary_bytes_keeps_only_the_valid_prefix(
+        batches in 0usize..6,
+        garbage in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        let mut next = Offset(0);
+        for i in 0..batches {
+            let mut b = producer_batch(1 + i, 50, i as i64, i as u8).to_vec();
+            ferrite_engine::batch::stamp(&mut b, next, ferrite_engine::LeaderEpoch(0));
+            next = next.plus(1 + i as i64);
+            bytes.extend_from_slice(&b);
+        }
+        bytes.extend_from_slice(&garbage);
+        let (_, valid_end, _) = ferrite_engine::scan::scan_bytes(&bytes, Offset(0));
+        let expected_end = logical_batches(&bytes).last().map(|(_, n)| *n).unwrap_or(Offset(0));
+        std::fs::create_dir_all(dir.path()).unwrap();
+        std::fs::write(dir.path().join("00000000000000000000.log"), &bytes).unwrap();
+        run(|| async {
+            let log = PartitionLog::open(params(dir.path(), LogConfig::default(), WriteMode::Buffered, clock())).await.unwrap();
+            assert_eq!(log.log_end_offset(), expected_end);
+            assert_eq!(log.size_bytes(), valid_end);
+            log.close().await.unwrap();
+        });
+        assert!(next >= expected_end);
+    }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Ferrite's test command (README.md): installs what the tests need on a fresh
+# machine, then checks formatting and lints, runs every test, smoke-runs the
+# benchmarks, and fuzzes each target briefly when a nightly toolchain is
+# present. Exits non-zero on the first failure.
+#
+#   FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+section() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
+
+section "toolchain"
+cargo --version
+rustc --version
+
+section "format"
+cargo fmt --all --check
+
+section "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+section "tests"
+cargo test --workspace --locked
+
+section "benchmarks build, and a short engine run"
+cargo bench --workspace --locked --no-run
+smoke_dir=$(mktemp -d "${TMPDIR:-/tmp}/ferrite-bench-smoke.XXXXXX")
+trap 'rm -rf "$smoke_dir"' EXIT
+last=$(cargo run --release --locked -q -p ferrite-bench -- engine --bytes 64MiB --dir "$smoke_dir" | tail -n 1)
+echo "$last"
+for key in append_mb_s raw_write_mb_s ratio recovery_mb_s; do
+  case "$last" in
+    *"\"$key\""*) ;;
+    *) echo "ferrite-bench engine: last line lacks $key" >&2; exit 1 ;;
+  esac
+done
+
+section "fuzz"
+fuzz_seconds=${FUZZ_SECONDS:-20}
+if [ "$fuzz_seconds" = 0 ]; then
+  echo "FUZZ_SECONDS=0: skipping"
+elif ! cargo +nightly --version >/dev/null 2>&1; then
+  echo "no nightly toolchain: skipping fuzzing"
+else
+  command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+  (
+    cd fuzz
+    for target in batch_header segment_recovery index_files; do
+      mkdir -p "corpus/$target"
+      cargo +nightly fuzz run "$target" "corpus/$target" "seeds/$target" -- \
+        -max_total_time="$fuzz_seconds" -print_final_stats=0
+    done
+  )
+fi
+
+section "done"
