@@ -12,7 +12,7 @@
 //! would report success for data that is gone.
 
 use crate::checkpoint::{self, RecoveryPoint, Shutdown};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 use crate::log::PartitionLog;
 use crate::types::Offset;
 
@@ -25,11 +25,7 @@ impl PartitionLog {
         if self.durable_offset() >= target {
             return Ok(self.durable_offset());
         }
-        let _permit = self
-            .flush_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| EngineError::io("wait for flush lock", &self.dir, e))?;
+        let _permit = self.lock(&self.flush_lock, "wait for flush lock").await?;
         self.check_usable()?;
         if self.durable_offset() >= target {
             return Ok(self.durable_offset());
@@ -122,19 +118,10 @@ impl PartitionLog {
         if self.closed.get() {
             return Ok(());
         }
-        let _append = self
-            .append_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| EngineError::io("wait for append lock", &self.dir, e))?;
-        let active = self.active();
-        if let Some(a) = active.appender() {
-            a.write_through(a.reserved_end())
-                .await
-                .map_err(|e| self.poison_with(e))?;
-            self.offsets.borrow_mut().advance_end(a.written_next());
-        }
+        let _append = self.lock(&self.append_lock, "wait for append lock").await?;
+        self.drain_reserved().await?;
         self.flush().await?;
+        let active = self.active();
         if let Some(a) = active.appender() {
             // Direct mode leaves the last block zero-padded; cut it.
             a.truncate(a.written_end()).await.map_err(|e| self.poison_with(e))?;

@@ -203,11 +203,7 @@ impl PartitionLog {
     pub async fn append(&self, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
         self.check_usable()?;
         let batches = self.validate_record_set(&records, mode)?;
-        let permit = self
-            .append_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| EngineError::io("wait for append lock", &self.dir, e))?;
+        let permit = self.lock(&self.append_lock, "wait for append lock").await?;
         self.check_usable()?;
         let base = match mode {
             AppendMode::Leader { .. } => self.active().next_offset(),
@@ -382,14 +378,29 @@ impl PartitionLog {
         (info, appender, end_pos)
     }
 
+    /// Waits for one of the log's locks.
+    pub(crate) async fn lock<'a>(&self, lock: &'a Semaphore, what: &'static str) -> Result<glommio::sync::Permit<'a>> {
+        lock.acquire_permit(1)
+            .await
+            .map_err(|e| EngineError::io(what, &self.dir, e))
+    }
+
+    /// Writes every reserved byte of the active segment and moves the log end
+    /// over it. Called with the append lock held (close, truncation).
+    pub(crate) async fn drain_reserved(&self) -> Result<()> {
+        if let Some(a) = self.active().appender() {
+            a.write_through(a.reserved_end())
+                .await
+                .map_err(|e| self.poison_with(e))?;
+            self.offsets.borrow_mut().advance_end(a.written_next());
+        }
+        Ok(())
+    }
+
     /// Writes the checkpoint file with the current log start and recovery
     /// point.
     pub async fn write_checkpoint(&self, shutdown: Shutdown) -> Result<()> {
-        let _permit = self
-            .checkpoint_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| EngineError::io("wait for checkpoint lock", &self.dir, e))?;
+        let _permit = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
         let cp = Checkpoint {
             log_start: self.log_start_offset(),
             recovery: self.recovery_point.get(),

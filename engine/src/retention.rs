@@ -11,7 +11,7 @@
 //! persisted in the checkpoint; reads below it get `OffsetOutOfRange`.
 
 use crate::checkpoint::{RecoveryPoint, Shutdown};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 use crate::log::PartitionLog;
 use crate::types::{Offset, TimestampMs};
 
@@ -69,11 +69,7 @@ impl PartitionLog {
     /// Applies `retention.ms` and `retention.bytes` now.
     pub async fn apply_retention(&self) -> Result<RetentionOutcome> {
         self.check_usable()?;
-        let _flush = self
-            .flush_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| EngineError::io("wait for flush lock", &self.dir, e))?;
+        let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
         let (retention_ms, retention_bytes) = {
             let c = self.config.borrow();
             (c.retention_ms, c.retention_bytes)

@@ -8,7 +8,7 @@
 use std::rc::Rc;
 
 use crate::checkpoint::{RecoveryPoint, Shutdown};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 use crate::log::PartitionLog;
 use crate::offset_index;
 use crate::segment::Segment;
@@ -20,23 +20,9 @@ impl PartitionLog {
     /// log end offset.
     pub async fn truncate_to(&self, offset: Offset) -> Result<Offset> {
         self.check_usable()?;
-        let _append = self
-            .append_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| EngineError::io("wait for append lock", &self.dir, e))?;
-        let _flush = self
-            .flush_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| EngineError::io("wait for flush lock", &self.dir, e))?;
-        let active = self.active();
-        if let Some(a) = active.appender() {
-            a.write_through(a.reserved_end())
-                .await
-                .map_err(|e| self.poison_with(e))?;
-            self.offsets.borrow_mut().advance_end(a.written_next());
-        }
+        let _append = self.lock(&self.append_lock, "wait for append lock").await?;
+        let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
+        self.drain_reserved().await?;
         if offset >= self.log_end_offset() {
             return Ok(self.log_end_offset());
         }

@@ -101,13 +101,7 @@ fn torn_tails_are_cut_exactly_at_the_damage() {
             );
             // Everything left reads back valid and contiguous.
             let all = read_all(&log, Offset(0), 1 << 20).await;
-            let mut next = Offset(0);
-            for b in &all {
-                let info =
-                    ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored).unwrap();
-                assert_eq!(info.base_offset, next);
-                next = info.next_offset();
-            }
+            let next = assert_contiguous(&all, Offset(0));
             assert_eq!(next, expected_end);
             // And the log takes appends again.
             let info = log.append(producer_batch(1, 10, 0, 0), LEADER).await.unwrap();
@@ -309,13 +303,7 @@ fn kill9_loses_nothing_acknowledged() {
                 log.log_end_offset()
             );
             let all = read_all(&log, Offset(0), 1 << 20).await;
-            let mut next = Offset(0);
-            for b in &all {
-                let info =
-                    ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored).unwrap();
-                assert_eq!(info.base_offset, next);
-                next = info.next_offset();
-            }
+            let next = assert_contiguous(&all, Offset(0));
             assert_eq!(next, log.log_end_offset());
             log.close().await.unwrap();
         });

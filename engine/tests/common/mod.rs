@@ -123,3 +123,16 @@ pub fn seeds(default: std::ops::Range<u64>) -> std::ops::Range<u64> {
         None => default,
     }
 }
+
+/// Checks that `batches` are valid and contiguous from `from`; returns the
+/// offset after the last.
+pub fn assert_contiguous(batches: &[Vec<u8>], from: Offset) -> Offset {
+    let mut next = from;
+    for b in batches {
+        let info = ferrite_engine::batch::validate(b, 1 << 20, ferrite_engine::batch::Validation::Stored)
+            .expect("a valid batch");
+        assert_eq!(info.base_offset, next, "batches are not contiguous");
+        next = info.next_offset();
+    }
+    next
+}
