@@ -1,5 +1,6 @@
 //! The broker: listeners on the shards, the Kafka wire protocol, request
 //! routing and API handlers, configuration, metrics and the `ferrite` CLI.
 //!
-//! Not built yet: this crate is the subject of the Kafka protocol broker
-//! issue.
+//! Built so far: the protocol codec ([`protocol`]).
+
+pub mod protocol;

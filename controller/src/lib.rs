@@ -1,6 +1,18 @@
-//! Cluster metadata and the controller: the metadata store trait (ZooKeeper,
-//! and an embedded single-node store), controller election, partition and
-//! replica state machines, assignment, leader balance and reassignment — the
-//! decisions as state machines without I/O.
+//! Cluster metadata and the controller.
 //!
-//! Not built yet: this crate is the subject of the controller issue.
+//! Built so far: the metadata model ([`metadata`]), Kafka's topic-name rules
+//! and replica assignment ([`topic`], [`assignment`]), and the embedded
+//! single-node metadata store that `ferrite standalone` uses
+//! ([`embedded`]). Controller election, the partition and replica state
+//! machines, leader balance and the ZooKeeper store are the subject of the
+//! controller issue.
+
+pub mod assignment;
+pub mod embedded;
+pub mod error;
+pub mod metadata;
+pub mod topic;
+pub mod topic_config;
+
+pub use error::{ControllerError, Result};
+pub use metadata::{BrokerId, BrokerMeta, ClusterMeta, PartitionMeta, TopicMeta};

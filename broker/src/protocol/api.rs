@@ -1,0 +1,164 @@
+//! The APIs Ferrite serves, the versions it accepts, and from which version
+//! each uses the flexible (tagged-field) encoding.
+
+/// Kafka API keys Ferrite knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ApiKey {
+    Produce,
+    Fetch,
+    ListOffsets,
+    Metadata,
+    ApiVersions,
+    CreateTopics,
+    DeleteTopics,
+    DescribeConfigs,
+    CreatePartitions,
+    IncrementalAlterConfigs,
+    DescribeCluster,
+}
+
+/// One row of the ApiVersions answer.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiSupport {
+    pub key: ApiKey,
+    pub code: i16,
+    pub min: i16,
+    pub max: i16,
+    /// First flexible version.
+    pub flexible_from: i16,
+}
+
+/// Everything Ferrite serves, with the version ranges current librdkafka,
+/// the Java client and kafka-python negotiate.
+pub const SUPPORTED: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::Produce,
+        code: 0,
+        min: 3,
+        max: 9,
+        flexible_from: 9,
+    },
+    ApiSupport {
+        key: ApiKey::Fetch,
+        code: 1,
+        min: 4,
+        max: 12,
+        flexible_from: 12,
+    },
+    ApiSupport {
+        key: ApiKey::ListOffsets,
+        code: 2,
+        min: 1,
+        max: 7,
+        flexible_from: 6,
+    },
+    ApiSupport {
+        key: ApiKey::Metadata,
+        code: 3,
+        min: 0,
+        max: 12,
+        flexible_from: 9,
+    },
+    ApiSupport {
+        key: ApiKey::ApiVersions,
+        code: 18,
+        min: 0,
+        max: 3,
+        flexible_from: 3,
+    },
+    ApiSupport {
+        key: ApiKey::CreateTopics,
+        code: 19,
+        min: 2,
+        max: 7,
+        flexible_from: 5,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteTopics,
+        code: 20,
+        min: 1,
+        max: 6,
+        flexible_from: 4,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeConfigs,
+        code: 32,
+        min: 1,
+        max: 4,
+        flexible_from: 4,
+    },
+    ApiSupport {
+        key: ApiKey::CreatePartitions,
+        code: 37,
+        min: 0,
+        max: 3,
+        flexible_from: 2,
+    },
+    ApiSupport {
+        key: ApiKey::IncrementalAlterConfigs,
+        code: 44,
+        min: 0,
+        max: 1,
+        flexible_from: 1,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeCluster,
+        code: 60,
+        min: 0,
+        max: 1,
+        flexible_from: 0,
+    },
+];
+
+impl ApiKey {
+    pub fn from_code(code: i16) -> Option<ApiSupport> {
+        SUPPORTED.iter().copied().find(|s| s.code == code)
+    }
+
+    pub fn support(self) -> ApiSupport {
+        let s = SUPPORTED.iter().copied().find(|s| s.key == self);
+        assert!(s.is_some(), "every ApiKey is in SUPPORTED");
+        s.unwrap_or(SUPPORTED[0])
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ApiKey::Produce => "Produce",
+            ApiKey::Fetch => "Fetch",
+            ApiKey::ListOffsets => "ListOffsets",
+            ApiKey::Metadata => "Metadata",
+            ApiKey::ApiVersions => "ApiVersions",
+            ApiKey::CreateTopics => "CreateTopics",
+            ApiKey::DeleteTopics => "DeleteTopics",
+            ApiKey::DescribeConfigs => "DescribeConfigs",
+            ApiKey::CreatePartitions => "CreatePartitions",
+            ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+            ApiKey::DescribeCluster => "DescribeCluster",
+        }
+    }
+}
+
+impl ApiSupport {
+    pub fn accepts(&self, version: i16) -> bool {
+        (self.min..=self.max).contains(&version)
+    }
+
+    pub fn is_flexible(&self, version: i16) -> bool {
+        version >= self.flexible_from
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        for s in SUPPORTED {
+            assert!(s.min <= s.max, "{:?}", s.key);
+            assert_eq!(ApiKey::from_code(s.code).map(|x| x.key), Some(s.key));
+            assert_eq!(s.key.support().code, s.code);
+        }
+        assert!(ApiKey::from_code(9999).is_none());
+    }
+}

@@ -1,0 +1,181 @@
+//! DescribeConfigs (key 32, v1-4) and IncrementalAlterConfigs (key 44,
+//! v0-1).
+
+use super::wire::{Reader, WireResult, Writer};
+
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// Where a config value comes from (DescribeConfigs `ConfigSource`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i8)]
+pub enum ConfigSource {
+    DynamicTopic = 1,
+    StaticBroker = 4,
+    Default = 5,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescribeConfigsResource {
+    pub resource_type: i8,
+    pub name: String,
+    /// `None`: every key.
+    pub keys: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescribeConfigsRequest {
+    pub resources: Vec<DescribeConfigsResource>,
+    pub include_synonyms: bool,
+}
+
+impl DescribeConfigsRequest {
+    pub fn decode(r: &mut Reader, version: i16, flexible: bool) -> WireResult<DescribeConfigsRequest> {
+        let n = r.array_len_required(flexible, 4, "config resources")?;
+        let mut resources = Vec::with_capacity(n);
+        for _ in 0..n {
+            let resource_type = r.i8("resource_type")?;
+            let name = r.string(flexible, "resource_name")?;
+            let keys = match r.array_len(flexible, 1, "configuration_keys")? {
+                None => None,
+                Some(k) => Some(
+                    (0..k)
+                        .map(|_| r.string(flexible, "key"))
+                        .collect::<WireResult<Vec<_>>>()?,
+                ),
+            };
+            r.tagged_fields_if(flexible)?;
+            resources.push(DescribeConfigsResource {
+                resource_type,
+                name,
+                keys,
+            });
+        }
+        let include_synonyms = r.bool("include_synonyms")?;
+        if version >= 3 {
+            r.bool("include_documentation")?;
+        }
+        r.tagged_fields_if(flexible)?;
+        Ok(DescribeConfigsRequest {
+            resources,
+            include_synonyms,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub name: String,
+    pub value: Option<String>,
+    pub read_only: bool,
+    pub source: ConfigSource,
+    pub is_sensitive: bool,
+    /// DescribeConfigs `ConfigType` (3 int, 5 long, 2 string, 1 boolean).
+    pub config_type: i8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescribeConfigsResult {
+    pub error: i16,
+    pub error_message: Option<String>,
+    pub resource_type: i8,
+    pub name: String,
+    pub configs: Vec<ConfigEntry>,
+}
+
+pub fn encode_describe(w: &mut Writer, version: i16, flexible: bool, results: &[DescribeConfigsResult]) {
+    w.i32(0);
+    w.array_len(flexible, Some(results.len()));
+    for res in results {
+        w.i16(res.error);
+        w.nullable_string(flexible, res.error_message.as_deref());
+        w.i8(res.resource_type);
+        w.string(flexible, &res.name);
+        w.array_len(flexible, Some(res.configs.len()));
+        for c in &res.configs {
+            w.string(flexible, &c.name);
+            w.nullable_string(flexible, c.value.as_deref());
+            w.bool(c.read_only);
+            w.i8(c.source as i8);
+            w.bool(c.is_sensitive);
+            w.array_len(flexible, Some(0));
+            if version >= 3 {
+                w.i8(c.config_type);
+                w.nullable_string(flexible, None);
+            }
+            w.empty_tagged_fields_if(flexible);
+        }
+        w.empty_tagged_fields_if(flexible);
+    }
+    w.empty_tagged_fields_if(flexible);
+}
+
+/// IncrementalAlterConfigs operations.
+pub const OP_SET: i8 = 0;
+pub const OP_DELETE: i8 = 1;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlterableConfig {
+    pub name: String,
+    pub op: i8,
+    pub value: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlterConfigsResource {
+    pub resource_type: i8,
+    pub name: String,
+    pub configs: Vec<AlterableConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IncrementalAlterConfigsRequest {
+    pub resources: Vec<AlterConfigsResource>,
+    pub validate_only: bool,
+}
+
+impl IncrementalAlterConfigsRequest {
+    pub fn decode(r: &mut Reader, _version: i16, flexible: bool) -> WireResult<IncrementalAlterConfigsRequest> {
+        let n = r.array_len_required(flexible, 4, "alter resources")?;
+        let mut resources = Vec::with_capacity(n);
+        for _ in 0..n {
+            let resource_type = r.i8("resource_type")?;
+            let name = r.string(flexible, "resource_name")?;
+            let nc = r.array_len_required(flexible, 4, "alter configs")?;
+            let mut configs = Vec::with_capacity(nc);
+            for _ in 0..nc {
+                let cname = r.string(flexible, "config name")?;
+                let op = r.i8("config_operation")?;
+                let value = r.nullable_string(flexible, "config value")?;
+                r.tagged_fields_if(flexible)?;
+                configs.push(AlterableConfig { name: cname, op, value });
+            }
+            r.tagged_fields_if(flexible)?;
+            resources.push(AlterConfigsResource {
+                resource_type,
+                name,
+                configs,
+            });
+        }
+        let validate_only = r.bool("validate_only")?;
+        r.tagged_fields_if(flexible)?;
+        Ok(IncrementalAlterConfigsRequest {
+            resources,
+            validate_only,
+        })
+    }
+}
+
+/// Results: (error, message, resource type, resource name).
+pub fn encode_alter(w: &mut Writer, flexible: bool, results: &[(i16, Option<String>, i8, String)]) {
+    w.i32(0);
+    w.array_len(flexible, Some(results.len()));
+    for (error, message, rtype, name) in results {
+        w.i16(*error);
+        w.nullable_string(flexible, message.as_deref());
+        w.i8(*rtype);
+        w.string(flexible, name);
+        w.empty_tagged_fields_if(flexible);
+    }
+    w.empty_tagged_fields_if(flexible);
+}

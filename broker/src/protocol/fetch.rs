@@ -1,0 +1,158 @@
+//! Fetch (key 1), v4-12. Fetch sessions (v7+) are not kept: the response's
+//! session id is 0, which makes clients send full fetches.
+
+use super::response::{Chunk, ResponseBuilder};
+use super::wire::{Reader, WireResult};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchPartition {
+    pub partition: i32,
+    pub current_leader_epoch: i32,
+    pub fetch_offset: i64,
+    pub log_start_offset: i64,
+    pub partition_max_bytes: i32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchTopic {
+    pub topic: String,
+    pub partitions: Vec<FetchPartition>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchRequest {
+    pub replica_id: i32,
+    pub max_wait_ms: i32,
+    pub min_bytes: i32,
+    pub max_bytes: i32,
+    pub isolation_level: i8,
+    pub topics: Vec<FetchTopic>,
+}
+
+impl FetchRequest {
+    pub fn decode(r: &mut Reader, version: i16, flexible: bool) -> WireResult<FetchRequest> {
+        let replica_id = r.i32("replica_id")?;
+        let max_wait_ms = r.i32("max_wait_ms")?;
+        let min_bytes = r.i32("min_bytes")?;
+        let max_bytes = r.i32("max_bytes")?;
+        let isolation_level = r.i8("isolation_level")?;
+        if version >= 7 {
+            r.i32("session_id")?;
+            r.i32("session_epoch")?;
+        }
+        let n = r.array_len_required(flexible, 2, "fetch topics")?;
+        let mut topics = Vec::with_capacity(n);
+        for _ in 0..n {
+            let topic = r.string(flexible, "topic")?;
+            let np = r.array_len_required(flexible, 16, "fetch partitions")?;
+            let mut partitions = Vec::with_capacity(np);
+            for _ in 0..np {
+                let partition = r.i32("partition")?;
+                let current_leader_epoch = if version >= 9 {
+                    r.i32("current_leader_epoch")?
+                } else {
+                    -1
+                };
+                let fetch_offset = r.i64("fetch_offset")?;
+                if version >= 12 {
+                    r.i32("last_fetched_epoch")?;
+                }
+                let log_start_offset = if version >= 5 { r.i64("log_start_offset")? } else { -1 };
+                let partition_max_bytes = r.i32("partition_max_bytes")?;
+                r.tagged_fields_if(flexible)?;
+                partitions.push(FetchPartition {
+                    partition,
+                    current_leader_epoch,
+                    fetch_offset,
+                    log_start_offset,
+                    partition_max_bytes,
+                });
+            }
+            r.tagged_fields_if(flexible)?;
+            topics.push(FetchTopic { topic, partitions });
+        }
+        if version >= 7 {
+            let nf = r.array_len_required(flexible, 2, "forgotten topics")?;
+            for _ in 0..nf {
+                r.string(flexible, "forgotten topic")?;
+                let np = r.array_len_required(flexible, 4, "forgotten partitions")?;
+                for _ in 0..np {
+                    r.i32("forgotten partition")?;
+                }
+                r.tagged_fields_if(flexible)?;
+            }
+        }
+        if version >= 11 {
+            r.string(flexible, "rack_id")?;
+        }
+        r.tagged_fields_if(flexible)?;
+        Ok(FetchRequest {
+            replica_id,
+            max_wait_ms,
+            min_bytes,
+            max_bytes,
+            isolation_level,
+            topics,
+        })
+    }
+}
+
+/// One partition's answer; `records` is sent as it is.
+#[derive(Debug)]
+pub struct FetchPartitionResponse {
+    pub index: i32,
+    pub error: i16,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    pub records: Vec<Chunk>,
+}
+
+#[derive(Debug)]
+pub struct FetchTopicResponse {
+    pub topic: String,
+    pub partitions: Vec<FetchPartitionResponse>,
+}
+
+/// Encodes the response body into `b`, the record chunks in place. A
+/// partition without records gets an empty (not null) record set:
+/// librdkafka rejects a null one.
+pub fn encode_response(
+    b: &mut ResponseBuilder,
+    version: i16,
+    flexible: bool,
+    error: i16,
+    topics: Vec<FetchTopicResponse>,
+) {
+    b.w.i32(0);
+    if version >= 7 {
+        b.w.i16(error);
+        b.w.i32(0);
+    }
+    b.w.array_len(flexible, Some(topics.len()));
+    for t in topics {
+        b.w.string(flexible, &t.topic);
+        b.w.array_len(flexible, Some(t.partitions.len()));
+        for p in t.partitions {
+            b.w.i32(p.index);
+            b.w.i16(p.error);
+            b.w.i64(p.high_watermark);
+            b.w.i64(p.last_stable_offset);
+            if version >= 5 {
+                b.w.i64(p.log_start_offset);
+            }
+            b.w.array_len(flexible, Some(0));
+            if version >= 11 {
+                b.w.i32(-1);
+            }
+            let len: u64 = p.records.iter().map(Chunk::len).sum();
+            b.w.bytes_len(flexible, Some(len as usize));
+            for c in p.records {
+                b.push_chunk(c);
+            }
+            b.w.empty_tagged_fields_if(flexible);
+        }
+        b.w.empty_tagged_fields_if(flexible);
+    }
+    b.w.empty_tagged_fields_if(flexible);
+}

@@ -1,0 +1,19 @@
+//! Ferrite's own Kafka protocol codec: bounded decoding of requests,
+//! encoding of responses. Malformed frames are reported as [`wire::WireError`]
+//! and close the connection; nothing is allocated from a length before it is
+//! checked against the bytes present.
+
+pub mod api;
+pub mod api_versions;
+pub mod configs;
+pub mod describe_cluster;
+pub mod errors;
+pub mod fetch;
+pub mod header;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod request;
+pub mod response;
+pub mod topics_admin;
+pub mod wire;

@@ -1,0 +1,103 @@
+//! Decoding a whole request frame into a typed request.
+
+use bytes::Bytes;
+
+use super::api::{ApiKey, ApiSupport};
+use super::api_versions::ApiVersionsRequest;
+use super::configs::{DescribeConfigsRequest, IncrementalAlterConfigsRequest};
+use super::fetch::FetchRequest;
+use super::header::{RequestHeader, Route};
+use super::list_offsets::ListOffsetsRequest;
+use super::metadata::MetadataRequest;
+use super::produce::ProduceRequest;
+use super::topics_admin::{CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest};
+use super::wire::{Reader, WireError};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestBody {
+    ApiVersions(ApiVersionsRequest),
+    Metadata(MetadataRequest),
+    Produce(ProduceRequest),
+    Fetch(FetchRequest),
+    ListOffsets(ListOffsetsRequest),
+    CreateTopics(CreateTopicsRequest),
+    DeleteTopics(DeleteTopicsRequest),
+    CreatePartitions(CreatePartitionsRequest),
+    DescribeConfigs(DescribeConfigsRequest),
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
+    DescribeCluster,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub header: RequestHeader,
+    pub api: ApiKey,
+    pub flexible: bool,
+    pub body: RequestBody,
+}
+
+impl Request {
+    pub fn version(&self) -> i16 {
+        self.header.api_version
+    }
+}
+
+/// What a frame turned out to be.
+#[derive(Debug)]
+pub enum Decoded {
+    Request(Box<Request>),
+    /// ApiVersions at an unknown version: answer UNSUPPORTED_VERSION.
+    ApiVersionsUnsupported(RequestHeader),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("malformed request: {0}")]
+    Malformed(#[from] WireError),
+    #[error("unsupported API {api_key} v{api_version}")]
+    Unsupported { api_key: i16, api_version: i16 },
+}
+
+/// Decodes one frame (the bytes after the 4-byte size).
+pub fn decode_frame(frame: Bytes) -> Result<Decoded, FrameError> {
+    let mut r = Reader::new(frame);
+    let (header, route) = RequestHeader::decode(&mut r)?;
+    let (api, flexible) = match route {
+        Route::Known { api, flexible } => (api, flexible),
+        Route::ApiVersionsUnsupported => return Ok(Decoded::ApiVersionsUnsupported(header)),
+        Route::Unknown => {
+            return Err(FrameError::Unsupported {
+                api_key: header.api_key,
+                api_version: header.api_version,
+            })
+        }
+    };
+    let body = decode_body(&mut r, api, header.api_version, flexible)?;
+    Ok(Decoded::Request(Box::new(Request {
+        header,
+        api: api.key,
+        flexible,
+        body,
+    })))
+}
+
+fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Result<RequestBody, WireError> {
+    Ok(match api.key {
+        ApiKey::ApiVersions => RequestBody::ApiVersions(ApiVersionsRequest::decode(r, v)?),
+        ApiKey::Metadata => RequestBody::Metadata(MetadataRequest::decode(r, v, flexible)?),
+        ApiKey::Produce => RequestBody::Produce(ProduceRequest::decode(r, v, flexible)?),
+        ApiKey::Fetch => RequestBody::Fetch(FetchRequest::decode(r, v, flexible)?),
+        ApiKey::ListOffsets => RequestBody::ListOffsets(ListOffsetsRequest::decode(r, v, flexible)?),
+        ApiKey::CreateTopics => RequestBody::CreateTopics(CreateTopicsRequest::decode(r, v, flexible)?),
+        ApiKey::DeleteTopics => RequestBody::DeleteTopics(DeleteTopicsRequest::decode(r, v, flexible)?),
+        ApiKey::CreatePartitions => RequestBody::CreatePartitions(CreatePartitionsRequest::decode(r, v, flexible)?),
+        ApiKey::DescribeConfigs => RequestBody::DescribeConfigs(DescribeConfigsRequest::decode(r, v, flexible)?),
+        ApiKey::IncrementalAlterConfigs => {
+            RequestBody::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::decode(r, v, flexible)?)
+        }
+        ApiKey::DescribeCluster => {
+            super::describe_cluster::decode_request(r, v)?;
+            RequestBody::DescribeCluster
+        }
+    })
+}

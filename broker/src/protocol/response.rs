@@ -1,0 +1,73 @@
+//! A response as the pieces that go on the socket: encoded bytes, and the
+//! record regions of fetch responses, which are sent from the segment file
+//! with `sendfile` (or from the engine's cache) without being copied into the
+//! response buffer.
+
+use std::os::fd::OwnedFd;
+
+use bytes::Bytes;
+
+use super::wire::Writer;
+
+/// A region of a segment file to send as it is. The descriptor is a
+/// duplicate owned by the response, so the segment may be deleted (and its
+/// own descriptor closed) while the response is being sent.
+#[derive(Debug)]
+pub struct FileChunk {
+    pub fd: OwnedFd,
+    pub position: u64,
+    pub len: u64,
+}
+
+#[derive(Debug)]
+pub enum Chunk {
+    Bytes(Bytes),
+    File(FileChunk),
+}
+
+impl Chunk {
+    pub fn len(&self) -> u64 {
+        match self {
+            Chunk::Bytes(b) => b.len() as u64,
+            Chunk::File(f) => f.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Builds a response: encoded fields interleaved with record chunks.
+#[derive(Default)]
+pub struct ResponseBuilder {
+    chunks: Vec<Chunk>,
+    pub w: Writer,
+}
+
+impl ResponseBuilder {
+    pub fn new() -> ResponseBuilder {
+        ResponseBuilder::default()
+    }
+
+    /// Ends the current encoded run and appends a record chunk after it.
+    pub fn push_chunk(&mut self, chunk: Chunk) {
+        let w = std::mem::take(&mut self.w);
+        if !w.is_empty() {
+            self.chunks.push(Chunk::Bytes(w.into_bytes().freeze()));
+        }
+        if !chunk.is_empty() {
+            self.chunks.push(chunk);
+        }
+    }
+
+    /// The chunks, and their total length.
+    pub fn finish(mut self) -> (Vec<Chunk>, u64) {
+        let w = std::mem::take(&mut self.w);
+        if !w.is_empty() {
+            self.chunks.push(Chunk::Bytes(w.into_bytes().freeze()));
+        }
+        let total = self.chunks.iter().map(Chunk::len).sum();
+        (self.chunks, total)
+    }
+}

@@ -1,0 +1,407 @@
+//! The Kafka wire primitives, decoded with bounds and encoded into a buffer.
+//!
+//! Every length read off the wire is checked against the bytes that remain
+//! before anything is sliced or allocated, and every collection's element
+//! count against what its smallest element would need, so a few bytes can
+//! never make the broker reserve gigabytes (Kafka's CVE-2022-34917; the
+//! `kafka-protocol` crate 0.18 aborts on a 14-byte Metadata request claiming
+//! 2^31 topics).
+//!
+//! Types, as in Kafka's protocol guide: `int8/16/32/64` big-endian;
+//! `varint`/`varlong` zig-zag; `unsigned_varint` 7 bits per byte;
+//! `string` (int16 length, -1 null), `compact_string` (unsigned varint
+//! length + 1, 0 null); `bytes` (int32 length), `compact_bytes`; arrays
+//! (int32 count, -1 null) and compact arrays (unsigned varint count + 1);
+//! tagged fields (unsigned varint count, then tag, size, bytes each).
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Why a frame could not be decoded. Malformed input closes the connection.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("truncated: {what} needs {needed} bytes, {available} remain")]
+    Truncated {
+        what: &'static str,
+        needed: usize,
+        available: usize,
+    },
+    #[error("invalid {what}: {value}")]
+    Invalid { what: &'static str, value: i64 },
+    #[error("{what} is not UTF-8")]
+    NotUtf8 { what: &'static str },
+    #[error("{what} is null where a value is required")]
+    UnexpectedNull { what: &'static str },
+}
+
+pub type WireResult<T> = Result<T, WireError>;
+
+/// A bounded cursor over one frame.
+pub struct Reader {
+    buf: Bytes,
+    pos: usize,
+}
+
+impl Reader {
+    pub fn new(buf: Bytes) -> Reader {
+        Reader { buf, pos: 0 }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn take(&mut self, n: usize, what: &'static str) -> WireResult<&[u8]> {
+        if n > self.remaining() {
+            return Err(WireError::Truncated {
+                what,
+                needed: n,
+                available: self.remaining(),
+            });
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// `n` bytes as a zero-copy slice of the frame.
+    pub fn take_bytes(&mut self, n: usize, what: &'static str) -> WireResult<Bytes> {
+        if n > self.remaining() {
+            return Err(WireError::Truncated {
+                what,
+                needed: n,
+                available: self.remaining(),
+            });
+        }
+        let b = self.buf.slice(self.pos..self.pos + n);
+        self.pos += n;
+        Ok(b)
+    }
+
+    pub fn i8(&mut self, what: &'static str) -> WireResult<i8> {
+        Ok(self.take(1, what)?[0] as i8)
+    }
+
+    pub fn bool(&mut self, what: &'static str) -> WireResult<bool> {
+        Ok(self.i8(what)? != 0)
+    }
+
+    pub fn i16(&mut self, what: &'static str) -> WireResult<i16> {
+        let b = self.take(2, what)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    pub fn i32(&mut self, what: &'static str) -> WireResult<i32> {
+        let b = self.take(4, what)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub fn i64(&mut self, what: &'static str) -> WireResult<i64> {
+        let b = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(i64::from_be_bytes(a))
+    }
+
+    pub fn uuid(&mut self, what: &'static str) -> WireResult<[u8; 16]> {
+        let b = self.take(16, what)?;
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        Ok(a)
+    }
+
+    pub fn unsigned_varint(&mut self, what: &'static str) -> WireResult<u32> {
+        let mut v: u32 = 0;
+        for i in 0..5 {
+            let b = self.take(1, what)?[0];
+            v |= u32::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(WireError::Invalid { what, value: -1 })
+    }
+
+    /// A count of elements each at least `min_size` bytes long, checked
+    /// against the bytes left. `None` for a null collection.
+    fn checked_count(&mut self, raw: i64, min_size: usize, what: &'static str) -> WireResult<Option<usize>> {
+        if raw < 0 {
+            if raw == -1 {
+                return Ok(None);
+            }
+            return Err(WireError::Invalid { what, value: raw });
+        }
+        let n = raw as usize;
+        let needed = n.saturating_mul(min_size.max(1));
+        if needed > self.remaining() {
+            return Err(WireError::Truncated {
+                what,
+                needed,
+                available: self.remaining(),
+            });
+        }
+        Ok(Some(n))
+    }
+
+    /// An array count (classic or compact), bounded by the bytes left.
+    pub fn array_len(&mut self, flexible: bool, min_size: usize, what: &'static str) -> WireResult<Option<usize>> {
+        let raw = if flexible {
+            i64::from(self.unsigned_varint(what)?) - 1
+        } else {
+            i64::from(self.i32(what)?)
+        };
+        self.checked_count(raw, min_size, what)
+    }
+
+    /// A non-null array count.
+    pub fn array_len_required(&mut self, flexible: bool, min_size: usize, what: &'static str) -> WireResult<usize> {
+        self.array_len(flexible, min_size, what)?
+            .ok_or(WireError::UnexpectedNull { what })
+    }
+
+    fn string_len(&mut self, flexible: bool, what: &'static str) -> WireResult<Option<usize>> {
+        let raw = if flexible {
+            i64::from(self.unsigned_varint(what)?) - 1
+        } else {
+            i64::from(self.i16(what)?)
+        };
+        self.checked_count(raw, 1, what)
+    }
+
+    pub fn nullable_string(&mut self, flexible: bool, what: &'static str) -> WireResult<Option<String>> {
+        let Some(n) = self.string_len(flexible, what)? else {
+            return Ok(None);
+        };
+        let b = self.take(n, what)?;
+        let s = std::str::from_utf8(b).map_err(|_| WireError::NotUtf8 { what })?;
+        Ok(Some(s.to_string()))
+    }
+
+    pub fn string(&mut self, flexible: bool, what: &'static str) -> WireResult<String> {
+        self.nullable_string(flexible, what)?
+            .ok_or(WireError::UnexpectedNull { what })
+    }
+
+    /// `bytes` / `compact_bytes` (also `records`), zero-copy. `None` if null.
+    pub fn nullable_bytes(&mut self, flexible: bool, what: &'static str) -> WireResult<Option<Bytes>> {
+        let raw = if flexible {
+            i64::from(self.unsigned_varint(what)?) - 1
+        } else {
+            i64::from(self.i32(what)?)
+        };
+        let Some(n) = self.checked_count(raw, 1, what)? else {
+            return Ok(None);
+        };
+        self.take_bytes(n, what).map(Some)
+    }
+
+    /// Skips a tagged-field section (flexible versions). Ferrite reads no
+    /// tagged request fields yet; unknown tags are ignored as Kafka requires.
+    pub fn skip_tagged_fields(&mut self) -> WireResult<()> {
+        let n = self.unsigned_varint("tagged field count")?;
+        let n = self.checked_count(i64::from(n), 2, "tagged field count")?.unwrap_or(0);
+        for _ in 0..n {
+            let _tag = self.unsigned_varint("tag")?;
+            let size = self.unsigned_varint("tagged field size")? as usize;
+            self.take(size, "tagged field")?;
+        }
+        Ok(())
+    }
+
+    /// Tagged fields, if `flexible`.
+    pub fn tagged_fields_if(&mut self, flexible: bool) -> WireResult<()> {
+        if flexible {
+            self.skip_tagged_fields()?;
+        }
+        Ok(())
+    }
+}
+
+/// Encodes into a growable buffer.
+#[derive(Default)]
+pub struct Writer {
+    buf: BytesMut,
+}
+
+impl Writer {
+    pub fn new() -> Writer {
+        Writer::default()
+    }
+
+    pub fn with_capacity(n: usize) -> Writer {
+        Writer {
+            buf: BytesMut::with_capacity(n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub fn into_bytes(self) -> BytesMut {
+        self.buf
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Overwrites an int32 at `at` (a length prefix written earlier).
+    pub fn patch_i32(&mut self, at: usize, v: i32) {
+        self.buf[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    }
+
+    pub fn i8(&mut self, v: i8) {
+        self.buf.put_i8(v);
+    }
+
+    pub fn bool(&mut self, v: bool) {
+        self.buf.put_i8(i8::from(v));
+    }
+
+    pub fn i16(&mut self, v: i16) {
+        self.buf.put_i16(v);
+    }
+
+    pub fn i32(&mut self, v: i32) {
+        self.buf.put_i32(v);
+    }
+
+    pub fn i64(&mut self, v: i64) {
+        self.buf.put_i64(v);
+    }
+
+    pub fn uuid(&mut self, v: &[u8; 16]) {
+        self.buf.put_slice(v);
+    }
+
+    pub fn raw(&mut self, b: &[u8]) {
+        self.buf.put_slice(b);
+    }
+
+    pub fn unsigned_varint(&mut self, mut v: u32) {
+        while v >= 0x80 {
+            self.buf.put_u8((v as u8 & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        self.buf.put_u8(v as u8);
+    }
+
+    /// An array count (classic or compact); `None` writes null.
+    pub fn array_len(&mut self, flexible: bool, n: Option<usize>) {
+        match (flexible, n) {
+            (true, Some(n)) => self.unsigned_varint(n as u32 + 1),
+            (true, None) => self.unsigned_varint(0),
+            (false, Some(n)) => self.i32(n as i32),
+            (false, None) => self.i32(-1),
+        }
+    }
+
+    pub fn nullable_string(&mut self, flexible: bool, s: Option<&str>) {
+        match (flexible, s) {
+            (true, Some(s)) => {
+                self.unsigned_varint(s.len() as u32 + 1);
+                self.raw(s.as_bytes());
+            }
+            (true, None) => self.unsigned_varint(0),
+            (false, Some(s)) => {
+                self.i16(s.len() as i16);
+                self.raw(s.as_bytes());
+            }
+            (false, None) => self.i16(-1),
+        }
+    }
+
+    pub fn string(&mut self, flexible: bool, s: &str) {
+        self.nullable_string(flexible, Some(s));
+    }
+
+    /// `bytes` / `compact_bytes` length prefix for `n` bytes that follow
+    /// (written separately, possibly by sendfile).
+    pub fn bytes_len(&mut self, flexible: bool, n: Option<usize>) {
+        match (flexible, n) {
+            (true, Some(n)) => self.unsigned_varint(n as u32 + 1),
+            (true, None) => self.unsigned_varint(0),
+            (false, Some(n)) => self.i32(n as i32),
+            (false, None) => self.i32(-1),
+        }
+    }
+
+    pub fn nullable_bytes(&mut self, flexible: bool, b: Option<&[u8]>) {
+        self.bytes_len(flexible, b.map(|b| b.len()));
+        if let Some(b) = b {
+            self.raw(b);
+        }
+    }
+
+    /// An empty tagged-field section, if `flexible`. Ferrite writes tagged
+    /// fields only when they differ from their defaults (as Apache Kafka
+    /// does); librdkafka 2.0.2 misreads defaults written out.
+    pub fn empty_tagged_fields_if(&mut self, flexible: bool) {
+        if flexible {
+            self.unsigned_varint(0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_counts_are_refused_before_allocating() {
+        // A classic array claiming 2^31 - 1 elements in a 4-byte frame.
+        let mut r = Reader::new(Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff]));
+        assert!(matches!(
+            r.array_len(false, 2, "topics"),
+            Err(WireError::Truncated { .. })
+        ));
+        // A compact string claiming 2^32 - 2 bytes.
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x0f]));
+        assert!(matches!(
+            r.nullable_string(true, "name"),
+            Err(WireError::Truncated { .. })
+        ));
+        let mut r = Reader::new(Bytes::from_static(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]));
+        assert!(matches!(r.unsigned_varint("v"), Err(WireError::Invalid { .. })));
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xfe]));
+        assert!(matches!(r.nullable_string(false, "s"), Err(WireError::Invalid { .. })));
+    }
+
+    #[test]
+    fn primitives_round_trip() {
+        let mut w = Writer::new();
+        for flexible in [false, true] {
+            w.string(flexible, "héllo");
+            w.nullable_string(flexible, None);
+            w.array_len(flexible, Some(3));
+            w.array_len(flexible, None);
+            w.nullable_bytes(flexible, Some(b"abc"));
+            w.nullable_bytes(flexible, None);
+            w.empty_tagged_fields_if(flexible);
+        }
+        w.unsigned_varint(300);
+        w.i64(-5);
+        let mut r = Reader::new(w.into_bytes().freeze());
+        for flexible in [false, true] {
+            assert_eq!(r.string(flexible, "s").unwrap(), "héllo");
+            assert_eq!(r.nullable_string(flexible, "s").unwrap(), None);
+            // The count is checked against the bytes left: 3 one-byte elements fit.
+            assert_eq!(r.array_len(flexible, 1, "a").unwrap(), Some(3));
+            assert_eq!(r.array_len(flexible, 1, "a").unwrap(), None);
+            assert_eq!(r.nullable_bytes(flexible, "b").unwrap().as_deref(), Some(&b"abc"[..]));
+            assert_eq!(r.nullable_bytes(flexible, "b").unwrap(), None);
+            r.tagged_fields_if(flexible).unwrap();
+        }
+        assert_eq!(r.unsigned_varint("v").unwrap(), 300);
+        assert_eq!(r.i64("v").unwrap(), -5);
+        assert_eq!(r.remaining(), 0);
+    }
+}

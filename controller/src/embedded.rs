@@ -1,0 +1,298 @@
+//! The embedded single-node metadata store of `ferrite standalone`: the
+//! cluster's metadata in one JSON file, `<data dir>/metadata.json`, replaced
+//! atomically (temp file, fsync, rename, directory fsync) on every change.
+//! One broker, which is the controller and leads every partition.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::assignment;
+use crate::error::{ControllerError, Result};
+use crate::metadata::{BrokerMeta, ClusterMeta, PartitionMeta, TopicMeta};
+use crate::topic;
+use crate::topic_config;
+
+pub const FILE_NAME: &str = "metadata.json";
+/// A metadata file larger than this is refused rather than read.
+const FILE_BYTES_MAX: u64 = 256 << 20;
+
+pub struct EmbeddedStore {
+    path: PathBuf,
+    meta: ClusterMeta,
+}
+
+/// One change to a topic's config (IncrementalAlterConfigs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigOp {
+    Set(String, String),
+    Delete(String),
+}
+
+impl EmbeddedStore {
+    /// Loads `dir/metadata.json`, or starts a new cluster there. The broker's
+    /// endpoint is taken from `broker` (it may change between runs).
+    pub fn open(dir: &Path, broker: BrokerMeta) -> Result<EmbeddedStore> {
+        let path = dir.join(FILE_NAME);
+        std::fs::create_dir_all(dir).map_err(|e| io("create data directory", dir, e))?;
+        let meta = match std::fs::File::open(&path) {
+            Ok(f) => {
+                let mut data = Vec::new();
+                f.take(FILE_BYTES_MAX + 1)
+                    .read_to_end(&mut data)
+                    .map_err(|e| io("read metadata", &path, e))?;
+                if data.len() as u64 > FILE_BYTES_MAX {
+                    return Err(ControllerError::BadFile {
+                        path,
+                        reason: "larger than 256 MiB".into(),
+                    });
+                }
+                let mut meta: ClusterMeta = serde_json::from_slice(&data).map_err(|e| ControllerError::BadFile {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?;
+                meta.controller = broker.id;
+                meta.brokers = vec![broker];
+                meta
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ClusterMeta {
+                cluster_id: new_cluster_id()?,
+                controller: broker.id,
+                brokers: vec![broker],
+                topics: BTreeMap::new(),
+            },
+            Err(e) => return Err(io("open metadata", &path, e)),
+        };
+        let store = EmbeddedStore { path, meta };
+        store.save()?;
+        Ok(store)
+    }
+
+    pub fn meta(&self) -> &ClusterMeta {
+        &self.meta
+    }
+
+    /// Creates a topic: checks the name, the counts and the configs, assigns
+    /// replicas, and (unless `validate_only`) persists it.
+    pub fn create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<TopicMeta> {
+        topic::validate_name(name)?;
+        if self.meta.topics.contains_key(name) {
+            return Err(ControllerError::TopicExists {
+                topic: name.to_string(),
+            });
+        }
+        for (k, v) in &configs {
+            topic_config::validate(k, v)?;
+        }
+        let brokers: Vec<_> = self.meta.brokers.iter().map(|b| b.id).collect();
+        let assigned = assignment::assign(name, &brokers, 0, partitions, replication_factor, 0, 0)?;
+        let t = TopicMeta {
+            name: name.to_string(),
+            id: random_bytes()?,
+            partitions: assigned
+                .into_iter()
+                .enumerate()
+                .map(|(p, replicas)| partition(p as i32, replicas))
+                .collect(),
+            configs,
+        };
+        if !validate_only {
+            self.meta.topics.insert(name.to_string(), t.clone());
+            self.save()?;
+        }
+        Ok(t)
+    }
+
+    pub fn delete_topic(&mut self, name: &str) -> Result<TopicMeta> {
+        let t = self
+            .meta
+            .topics
+            .remove(name)
+            .ok_or_else(|| ControllerError::UnknownTopic {
+                topic: name.to_string(),
+            })?;
+        self.save()?;
+        Ok(t)
+    }
+
+    /// Grows a topic to `total` partitions.
+    pub fn create_partitions(&mut self, name: &str, total: i32, validate_only: bool) -> Result<TopicMeta> {
+        let brokers: Vec<_> = self.meta.brokers.iter().map(|b| b.id).collect();
+        let t = self
+            .meta
+            .topics
+            .get(name)
+            .ok_or_else(|| ControllerError::UnknownTopic {
+                topic: name.to_string(),
+            })?;
+        let have = t.partitions.len() as i32;
+        if total <= have {
+            return Err(ControllerError::InvalidPartitions {
+                topic: name.to_string(),
+                count: i64::from(total),
+                reason: "must be more than the topic has",
+            });
+        }
+        let rf = t.partitions.first().map(|p| p.replicas.len()).unwrap_or(1) as i16;
+        let added = assignment::assign(name, &brokers, have, total - have, rf, 0, 0)?;
+        let mut t = t.clone();
+        for (i, replicas) in added.into_iter().enumerate() {
+            t.partitions.push(partition(have + i as i32, replicas));
+        }
+        if !validate_only {
+            self.meta.topics.insert(name.to_string(), t.clone());
+            self.save()?;
+        }
+        Ok(t)
+    }
+
+    /// Applies config changes to a topic, all or nothing.
+    pub fn alter_configs(&mut self, name: &str, ops: &[ConfigOp], validate_only: bool) -> Result<TopicMeta> {
+        let t = self
+            .meta
+            .topics
+            .get(name)
+            .ok_or_else(|| ControllerError::UnknownTopic {
+                topic: name.to_string(),
+            })?;
+        let mut t = t.clone();
+        for op in ops {
+            match op {
+                ConfigOp::Set(k, v) => {
+                    topic_config::validate(k, v)?;
+                    t.configs.insert(k.clone(), v.clone());
+                }
+                ConfigOp::Delete(k) => {
+                    topic_config::validate_key(k)?;
+                    t.configs.remove(k);
+                }
+            }
+        }
+        if !validate_only {
+            self.meta.topics.insert(name.to_string(), t.clone());
+            self.save()?;
+        }
+        Ok(t)
+    }
+
+    fn save(&self) -> Result<()> {
+        let data = serde_json::to_vec_pretty(&self.meta).map_err(|e| ControllerError::BadFile {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })?;
+        let tmp = self.path.with_extension("json.tmp");
+        let mut f = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
+        f.write_all(&data).map_err(|e| io("write", &tmp, e))?;
+        f.sync_all().map_err(|e| io("fsync", &tmp, e))?;
+        drop(f);
+        std::fs::rename(&tmp, &self.path).map_err(|e| io("rename", &self.path, e))?;
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io("fsync directory", dir, e))
+    }
+}
+
+fn partition(p: i32, replicas: Vec<crate::metadata::BrokerId>) -> PartitionMeta {
+    PartitionMeta {
+        partition: p,
+        leader: replicas.first().copied(),
+        leader_epoch: 0,
+        isr: replicas.clone(),
+        replicas,
+    }
+}
+
+fn io(op: &'static str, path: &Path, source: std::io::Error) -> ControllerError {
+    ControllerError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// 16 random bytes from the kernel.
+pub fn random_bytes() -> Result<[u8; 16]> {
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| io("read", Path::new("/dev/urandom"), e))?;
+    Ok(b)
+}
+
+/// A Kafka-style cluster id: a random UUID in URL-safe base64, 22 characters.
+pub fn new_cluster_id() -> Result<String> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let b = random_bytes()?;
+    let mut bits: u128 = u128::from_be_bytes(b);
+    let mut out = Vec::with_capacity(22);
+    for _ in 0..22 {
+        out.push(ALPHABET[(bits & 63) as usize]);
+        bits >>= 6;
+    }
+    Ok(String::from_utf8(out).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::BrokerId;
+
+    fn broker() -> BrokerMeta {
+        BrokerMeta {
+            id: BrokerId(0),
+            host: "127.0.0.1".into(),
+            port: 9092,
+            rack: None,
+        }
+    }
+
+    #[test]
+    fn topics_persist_and_are_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = EmbeddedStore::open(dir.path(), broker()).unwrap();
+        let cluster = s.meta().cluster_id.clone();
+        assert_eq!(cluster.len(), 22);
+        let t = s.create_topic("orders", 3, 1, BTreeMap::new(), false).unwrap();
+        assert_eq!(t.partitions.len(), 3);
+        assert!(t.partitions.iter().all(|p| p.leader == Some(BrokerId(0))));
+        assert!(matches!(
+            s.create_topic("orders", 1, 1, BTreeMap::new(), false),
+            Err(ControllerError::TopicExists { .. })
+        ));
+        assert!(matches!(
+            s.create_topic("bad name", 1, 1, BTreeMap::new(), false),
+            Err(ControllerError::InvalidTopic { .. })
+        ));
+        assert!(matches!(
+            s.create_topic("x", 1, 3, BTreeMap::new(), false),
+            Err(ControllerError::InvalidReplicationFactor { .. })
+        ));
+        assert!(s.create_topic("y", 1, 1, BTreeMap::new(), true).is_ok());
+        s.create_partitions("orders", 5, false).unwrap();
+        s.alter_configs("orders", &[ConfigOp::Set("retention.ms".into(), "1000".into())], false)
+            .unwrap();
+        assert!(s
+            .alter_configs("orders", &[ConfigOp::Set("retention.ms".into(), "soon".into())], false)
+            .is_err());
+        drop(s);
+        let mut s = EmbeddedStore::open(dir.path(), broker()).unwrap();
+        assert_eq!(s.meta().cluster_id, cluster);
+        assert!(s.meta().topic("y").is_none(), "validate_only created nothing");
+        let t = s.meta().topic("orders").unwrap();
+        assert_eq!(t.partitions.len(), 5);
+        assert_eq!(t.configs.get("retention.ms").map(String::as_str), Some("1000"));
+        s.delete_topic("orders").unwrap();
+        assert!(matches!(
+            s.delete_topic("orders"),
+            Err(ControllerError::UnknownTopic { .. })
+        ));
+    }
+}

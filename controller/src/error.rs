@@ -1,0 +1,34 @@
+//! The controller's error type; the broker maps it to Kafka error codes.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error("topic {topic} already exists")]
+    TopicExists { topic: String },
+    #[error("topic {topic} does not exist")]
+    UnknownTopic { topic: String },
+    #[error("invalid topic name {topic:?}: {reason}")]
+    InvalidTopic { topic: String, reason: &'static str },
+    #[error("invalid partition count {count} for {topic}: {reason}")]
+    InvalidPartitions {
+        topic: String,
+        count: i64,
+        reason: &'static str,
+    },
+    #[error("replication factor {factor} for {topic}: {live} live broker(s)")]
+    InvalidReplicationFactor { topic: String, factor: i64, live: usize },
+    #[error("invalid config {key}={value}: {reason}")]
+    InvalidConfig { key: String, value: String, reason: String },
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    BadFile { path: PathBuf, reason: String },
+}
+
+pub type Result<T, E = ControllerError> = std::result::Result<T, E>;

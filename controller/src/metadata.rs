@@ -1,0 +1,57 @@
+//! The cluster's metadata: brokers, topics, partitions, their replicas,
+//! leaders and ISRs, and topic config overrides. Plain data, `Send`, shared
+//! between shards as immutable snapshots.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BrokerId(pub i32);
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerMeta {
+    pub id: BrokerId,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionMeta {
+    pub partition: i32,
+    /// The assignment: the first replica is the preferred leader.
+    pub replicas: Vec<BrokerId>,
+    /// -1 (`None`) when offline.
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: i32,
+    pub isr: Vec<BrokerId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMeta {
+    pub name: String,
+    /// The topic id (a random UUID), as Kafka 2.8+ clients expect.
+    pub id: [u8; 16],
+    pub partitions: Vec<PartitionMeta>,
+    /// Topic-level config overrides (Kafka names).
+    pub configs: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterMeta {
+    pub cluster_id: String,
+    pub controller: BrokerId,
+    pub brokers: Vec<BrokerMeta>,
+    pub topics: BTreeMap<String, TopicMeta>,
+}
+
+impl ClusterMeta {
+    pub fn topic(&self, name: &str) -> Option<&TopicMeta> {
+        self.topics.get(name)
+    }
+
+    pub fn broker(&self, id: BrokerId) -> Option<&BrokerMeta> {
+        self.brokers.iter().find(|b| b.id == id)
+    }
+}
