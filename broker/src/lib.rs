@@ -3,4 +3,10 @@
 //!
 //! Built so far: the protocol codec ([`protocol`]).
 
+pub mod config;
+pub mod error_map;
+pub mod handlers;
+pub mod net;
 pub mod protocol;
+pub mod server;
+pub mod shard;

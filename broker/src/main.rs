@@ -1,1 +1,108 @@
-fn main() {}
+//! `ferrite`: the broker binary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use ferrite_broker::config::{parse_properties, BrokerConfig};
+use ferrite_broker::server::{block_stop_signals, wait_for_signal, Server};
+
+#[derive(Parser)]
+#[command(name = "ferrite", version, about = "A Kafka-compatible commit-log broker")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one broker with embedded metadata (no ZooKeeper needed).
+    Standalone {
+        /// Address to listen on (and to advertise).
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        listen: SocketAddr,
+        /// Where partitions and metadata live.
+        #[arg(long, default_value = "./ferrite-data")]
+        data_dir: PathBuf,
+        /// Shards (one per CPU when 0).
+        #[arg(long, default_value_t = 0)]
+        shards: usize,
+        /// A broker property, Kafka name (repeatable), e.g. log.retention.hours=1.
+        #[arg(long = "override", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+    },
+    /// Run a broker from a Kafka-style server.properties.
+    Broker {
+        /// The properties file.
+        #[arg(long)]
+        config: PathBuf,
+        /// A property that overrides the file (repeatable).
+        #[arg(long = "override", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+    },
+}
+
+fn split_overrides(overrides: &[String]) -> Result<Vec<(String, String)>, String> {
+    overrides
+        .iter()
+        .map(|o| {
+            o.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| format!("--override {o}: expected KEY=VALUE"))
+        })
+        .collect()
+}
+
+fn config_from(cli: Cli) -> Result<BrokerConfig, String> {
+    let mut config = BrokerConfig::default();
+    match cli.command {
+        Command::Standalone {
+            listen,
+            data_dir,
+            shards,
+            overrides,
+        } => {
+            config.listen = listen;
+            config.advertised_host = listen.ip().to_string();
+            config.advertised_port = listen.port();
+            config.log_dir = data_dir;
+            config.shards = shards;
+            config.apply(&split_overrides(&overrides)?).map_err(|e| e.to_string())?;
+        }
+        Command::Broker {
+            config: path,
+            overrides,
+        } => {
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut pairs = parse_properties(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            pairs.extend(split_overrides(&overrides)?);
+            config.apply(&pairs).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(config)
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FERRITE_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let config = match config_from(Cli::parse()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ferrite: {e}");
+            std::process::exit(2);
+        }
+    };
+    block_stop_signals();
+    let server = match Server::start(config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ferrite: {e}");
+            std::process::exit(1);
+        }
+    };
+    let sig = wait_for_signal();
+    tracing::info!(signal = sig, "stopping");
+    server.stop();
+}

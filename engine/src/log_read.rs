@@ -291,6 +291,25 @@ impl PartitionLog {
         Ok(None)
     }
 
+    /// The largest timestamp in the log and the base offset of the batch
+    /// that holds it (ListOffsets' max-timestamp query, at batch precision).
+    pub fn max_timestamp(&self) -> Option<TimestampHit> {
+        let log_start = self.log_start_offset();
+        self.segments
+            .borrow()
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let m = s.meta();
+                TimestampHit {
+                    offset: m.largest_timestamp_offset.max(log_start),
+                    timestamp: m.largest_timestamp,
+                }
+            })
+            .filter(|h| h.timestamp.0 >= 0)
+            .max_by_key(|h| (h.timestamp, std::cmp::Reverse(h.offset)))
+    }
+
     async fn record_at_timestamp(
         &self,
         file: &SegmentFile,

@@ -1,0 +1,250 @@
+//! Broker configuration under Kafka's property names (`server.properties`),
+//! with `--override key=value` on top. Unknown keys are warned about; keys
+//! Kafka has but Ferrite does not need are accepted and reported as inert.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use ferrite_engine::log_config::LogConfig;
+use ferrite_engine::segment_appender::WriteMode;
+
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    pub broker_id: i32,
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// What clients are told to connect to.
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    pub log_dir: PathBuf,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    pub auto_create_topics: bool,
+    /// Defaults for every topic's log (`log.retention.*`, `log.segment.bytes`, …).
+    pub log: LogConfig,
+    pub socket_request_max_bytes: usize,
+    pub zookeeper_connect: Option<String>,
+    pub retention_check_interval_ms: u64,
+    pub flush_scheduler_interval_ms: u64,
+    pub checkpoint_interval_ms: u64,
+    pub write_mode: WriteMode,
+    pub recovery_repair: bool,
+    /// Shards (executors); 0 = one per CPU.
+    pub shards: usize,
+    /// Prometheus text metrics, if set.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Requests a connection may have in flight (answered in order).
+    pub connection_requests_inflight_max: usize,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> BrokerConfig {
+        BrokerConfig {
+            broker_id: 0,
+            listen: "127.0.0.1:9092".parse().unwrap_or_else(|_| unreachable!()),
+            advertised_host: "127.0.0.1".into(),
+            advertised_port: 9092,
+            log_dir: PathBuf::from("./ferrite-data"),
+            num_partitions: 1,
+            default_replication_factor: 1,
+            auto_create_topics: true,
+            log: LogConfig::default(),
+            socket_request_max_bytes: 100 * 1024 * 1024,
+            zookeeper_connect: None,
+            retention_check_interval_ms: 300_000,
+            flush_scheduler_interval_ms: 1_000,
+            checkpoint_interval_ms: 60_000,
+            write_mode: WriteMode::Direct,
+            recovery_repair: false,
+            shards: 0,
+            metrics_listen: None,
+            connection_requests_inflight_max: 32,
+        }
+    }
+}
+
+/// Kafka broker keys that Ferrite accepts but that change nothing here.
+const INERT_KEYS: &[&str] = &[
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "num.recovery.threads.per.data.dir",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "group.initial.rebalance.delay.ms",
+    "zookeeper.connection.timeout.ms",
+    "listener.security.protocol.map",
+    "inter.broker.listener.name",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{key}={value}: {reason}")]
+    Invalid { key: String, value: String, reason: String },
+    #[error("line {line}: expected key=value")]
+    Syntax { line: usize },
+}
+
+/// Parses `server.properties` text: `key=value` or `key: value` lines, `#`
+/// and `!` comments, blank lines.
+pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let Some(at) = line.find(['=', ':']) else {
+            return Err(ConfigError::Syntax { line: i + 1 });
+        };
+        out.push((line[..at].trim().to_string(), line[at + 1..].trim().to_string()));
+    }
+    Ok(out)
+}
+
+fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ConfigError> {
+    value.parse().map_err(|_| invalid(key, value, "not a number"))
+}
+
+fn boolean(key: &str, value: &str) -> Result<bool, ConfigError> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(invalid(key, value, "expected true or false")),
+    }
+}
+
+/// `PLAINTEXT://host:port` (or `host:port`); the first entry of a list.
+fn endpoint(key: &str, value: &str) -> Result<(String, u16), ConfigError> {
+    let first = value.split(',').next().unwrap_or("").trim();
+    let hostport = first.rsplit_once("://").map(|(_, hp)| hp).unwrap_or(first);
+    let (host, port) = hostport
+        .rsplit_once(':')
+        .ok_or_else(|| invalid(key, value, "expected host:port"))?;
+    let port: u16 = num(key, port)?;
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    Ok((host.to_string(), port))
+}
+
+impl BrokerConfig {
+    /// Applies `pairs` in order; returns the keys that were unknown.
+    pub fn apply(&mut self, pairs: &[(String, String)]) -> Result<Vec<String>, ConfigError> {
+        let mut unknown = Vec::new();
+        let mut retention: BTreeMap<&str, i64> = BTreeMap::new();
+        let mut advertised_set = false;
+        for (k, v) in pairs {
+            let (k, v) = (k.as_str(), v.as_str());
+            match k {
+                "broker.id" | "node.id" => self.broker_id = num(k, v)?,
+                "listeners" => {
+                    let (host, port) = endpoint(k, v)?;
+                    self.listen = format!("{host}:{port}")
+                        .parse()
+                        .map_err(|_| invalid(k, v, "bad address"))?;
+                    if !advertised_set {
+                        self.advertised_host = if host == "0.0.0.0" { "127.0.0.1".into() } else { host };
+                        self.advertised_port = port;
+                    }
+                }
+                "advertised.listeners" => {
+                    let (host, port) = endpoint(k, v)?;
+                    self.advertised_host = host;
+                    self.advertised_port = port;
+                    advertised_set = true;
+                }
+                "log.dirs" | "log.dir" => self.log_dir = PathBuf::from(v.split(',').next().unwrap_or(v).trim()),
+                "num.partitions" => self.num_partitions = num(k, v)?,
+                "default.replication.factor" => self.default_replication_factor = num(k, v)?,
+                "auto.create.topics.enable" => self.auto_create_topics = boolean(k, v)?,
+                "log.retention.hours" | "log.retention.minutes" | "log.retention.ms" => {
+                    retention.insert(k, num(k, v)?);
+                }
+                "log.retention.bytes" => self.set_log("retention.bytes", k, v)?,
+                "log.segment.bytes" => self.set_log("segment.bytes", k, v)?,
+                "log.roll.ms" => self.set_log("segment.ms", k, v)?,
+                "log.roll.hours" => {
+                    let h: i64 = num(k, v)?;
+                    self.set_log("segment.ms", k, &(h * 3_600_000).to_string())?
+                }
+                "log.index.interval.bytes" => self.set_log("index.interval.bytes", k, v)?,
+                "log.index.size.max.bytes" => self.set_log("segment.index.bytes", k, v)?,
+                "message.max.bytes" => self.set_log("max.message.bytes", k, v)?,
+                "log.flush.interval.messages" => self.set_log("flush.messages", k, v)?,
+                "log.flush.interval.ms" => self.set_log("flush.ms", k, v)?,
+                "socket.request.max.bytes" => self.socket_request_max_bytes = num(k, v)?,
+                "zookeeper.connect" => self.zookeeper_connect = Some(v.to_string()),
+                "log.retention.check.interval.ms" => self.retention_check_interval_ms = num(k, v)?,
+                "log.flush.scheduler.interval.ms" => self.flush_scheduler_interval_ms = num(k, v)?,
+                "log.flush.offset.checkpoint.interval.ms" => self.checkpoint_interval_ms = num(k, v)?,
+                "log.write.mode" => {
+                    self.write_mode = WriteMode::parse(v).ok_or_else(|| invalid(k, v, "expected direct or buffered"))?
+                }
+                "log.recovery.repair" => self.recovery_repair = boolean(k, v)?,
+                "ferrite.shards" => self.shards = num(k, v)?,
+                "ferrite.metrics.listen" => {
+                    self.metrics_listen = Some(v.parse().map_err(|_| invalid(k, v, "expected host:port"))?)
+                }
+                _ if INERT_KEYS.contains(&k) => {
+                    tracing::info!(key = k, "accepted; has no effect in Ferrite");
+                }
+                _ => unknown.push(k.to_string()),
+            }
+        }
+        // Kafka's precedence: ms over minutes over hours.
+        let ms = retention
+            .get("log.retention.ms")
+            .copied()
+            .or_else(|| retention.get("log.retention.minutes").map(|m| m * 60_000))
+            .or_else(|| retention.get("log.retention.hours").map(|h| h * 3_600_000));
+        if let Some(ms) = ms {
+            self.set_log("retention.ms", "log.retention.ms", &ms.to_string())?;
+        }
+        for k in &unknown {
+            tracing::warn!(key = %k, "unknown configuration key, ignored");
+        }
+        Ok(unknown)
+    }
+
+    fn set_log(&mut self, topic_key: &str, key: &str, value: &str) -> Result<(), ConfigError> {
+        self.log
+            .set(topic_key, value)
+            .map_err(|e| invalid(key, value, e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_properties_apply_with_kafka_names() {
+        let text = "# comment\nbroker.id=3\nlisteners=PLAINTEXT://0.0.0.0:19092\nlog.dirs=/tmp/a,/tmp/b\n\
+                    log.retention.hours=1\nlog.retention.minutes=30\nlog.segment.bytes=1048576\n\
+                    num.network.threads=3\nno.such.key=1\nauto.create.topics.enable=false\n";
+        let mut c = BrokerConfig::default();
+        let unknown = c.apply(&parse_properties(text).unwrap()).unwrap();
+        assert_eq!(unknown, vec!["no.such.key".to_string()]);
+        assert_eq!(c.broker_id, 3);
+        assert_eq!(c.listen.port(), 19092);
+        assert_eq!((c.advertised_host.as_str(), c.advertised_port), ("127.0.0.1", 19092));
+        assert_eq!(c.log_dir, PathBuf::from("/tmp/a"));
+        assert_eq!(c.log.retention_ms, 30 * 60_000, "minutes beat hours");
+        assert_eq!(c.log.segment_bytes, 1 << 20);
+        assert!(!c.auto_create_topics);
+        assert!(c.apply(&[("num.partitions".into(), "x".into())]).is_err());
+        assert!(parse_properties("just words").is_err());
+    }
+}

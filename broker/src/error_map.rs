@@ -1,0 +1,48 @@
+//! Engine and controller errors as Kafka error codes — the only place they
+//! are mapped.
+
+use ferrite_controller::ControllerError;
+use ferrite_engine::{BatchError, EngineError};
+
+use crate::protocol::errors::ErrorCode;
+use crate::shard::AdminError;
+
+pub fn engine(e: &EngineError) -> ErrorCode {
+    match e {
+        EngineError::Batch { source, .. } => match source {
+            BatchError::TooLarge { .. } => ErrorCode::MessageTooLarge,
+            BatchError::BadCrc { .. } | BatchError::Truncated { .. } | BatchError::LengthTooSmall { .. } => {
+                ErrorCode::CorruptMessage
+            }
+            BatchError::BadMagic { .. } | BatchError::Invalid { .. } => ErrorCode::InvalidRecord,
+        },
+        EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+        EngineError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
+        EngineError::NonContiguousAppend { .. } => ErrorCode::InvalidRequest,
+        EngineError::Poisoned { .. }
+        | EngineError::Io { .. }
+        | EngineError::CorruptBelowRecoveryPoint { .. }
+        | EngineError::BadFile { .. } => ErrorCode::KafkaStorageError,
+        EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+        EngineError::PartitionExists { .. } | EngineError::ShardGone { .. } => ErrorCode::UnknownServerError,
+    }
+}
+
+pub fn controller(e: &ControllerError) -> ErrorCode {
+    match e {
+        ControllerError::TopicExists { .. } => ErrorCode::TopicAlreadyExists,
+        ControllerError::UnknownTopic { .. } => ErrorCode::UnknownTopicOrPartition,
+        ControllerError::InvalidTopic { .. } => ErrorCode::InvalidTopicException,
+        ControllerError::InvalidPartitions { .. } => ErrorCode::InvalidPartitions,
+        ControllerError::InvalidReplicationFactor { .. } => ErrorCode::InvalidReplicationFactor,
+        ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+        ControllerError::Io { .. } | ControllerError::BadFile { .. } => ErrorCode::KafkaStorageError,
+    }
+}
+
+pub fn admin(e: &AdminError) -> ErrorCode {
+    match e {
+        AdminError::Controller(c) => controller(c),
+        AdminError::Engine(e) => engine(e),
+    }
+}

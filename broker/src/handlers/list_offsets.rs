@@ -1,0 +1,83 @@
+//! ListOffsets: earliest (-2), latest (-1), largest timestamp (-3, at batch
+//! precision), or the first record at or after a timestamp.
+
+use std::rc::Rc;
+
+use ferrite_engine::{EngineError, TimestampMs, TopicPartition};
+
+use crate::error_map;
+use crate::protocol::errors::ErrorCode;
+use crate::protocol::list_offsets::{
+    encode_response, ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsTopicResponse, EARLIEST, LATEST,
+    MAX_TIMESTAMP,
+};
+use crate::protocol::response::ResponseBuilder;
+use crate::shard::BrokerShard;
+
+/// (offset, timestamp) for one query, on the owning shard.
+async fn lookup(shard: &Rc<BrokerShard>, tp: TopicPartition, timestamp: i64) -> Result<(i64, i64), EngineError> {
+    let owner = shard.owner(&tp);
+    shard
+        .handle
+        .submit(owner, move |s: Rc<BrokerShard>| async move {
+            let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
+            let end = log.log_end_offset();
+            Ok(match timestamp {
+                EARLIEST => (log.log_start_offset().0, -1),
+                LATEST => (end.0, -1),
+                MAX_TIMESTAMP => log
+                    .max_timestamp()
+                    .map(|h| (h.offset.0, h.timestamp.0))
+                    .unwrap_or((-1, -1)),
+                ts => match log.offset_for_timestamp(TimestampMs(ts), end).await? {
+                    Some(h) => (h.offset.0, h.timestamp.0),
+                    None => (-1, -1),
+                },
+            })
+        })
+        .await?
+}
+
+pub async fn list_offsets(
+    shard: &Rc<BrokerShard>,
+    l: ListOffsetsRequest,
+    v: i16,
+    flexible: bool,
+    b: &mut ResponseBuilder,
+) {
+    let meta = shard.meta();
+    let mut out = Vec::with_capacity(l.topics.len());
+    for t in l.topics {
+        let topic = meta.topic(&t.name);
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in t.partitions {
+            let known = topic.and_then(|x| x.partitions.iter().find(|q| q.partition == p.index));
+            let mut r = ListOffsetsPartitionResponse {
+                index: p.index,
+                error: 0,
+                timestamp: -1,
+                offset: -1,
+                leader_epoch: known.map(|k| k.leader_epoch).unwrap_or(-1),
+            };
+            if known.is_none() {
+                r.error = ErrorCode::UnknownTopicOrPartition.code();
+            } else if p.timestamp < MAX_TIMESTAMP || (p.timestamp == MAX_TIMESTAMP && v < 7) {
+                r.error = ErrorCode::InvalidRequest.code();
+            } else {
+                match lookup(shard, TopicPartition::new(t.name.clone(), p.index), p.timestamp).await {
+                    Ok((offset, ts)) => {
+                        r.offset = offset;
+                        r.timestamp = ts;
+                    }
+                    Err(e) => r.error = error_map::engine(&e).code(),
+                }
+            }
+            partitions.push(r);
+        }
+        out.push(ListOffsetsTopicResponse {
+            name: t.name,
+            partitions,
+        });
+    }
+    encode_response(&mut b.w, v, flexible, &out);
+}

@@ -1,0 +1,135 @@
+//! Metadata and DescribeCluster, served from the shard's metadata snapshot.
+//! Topics are auto-created on Metadata when `auto.create.topics.enable` is
+//! on and the request allows it.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use ferrite_controller::{topic, ClusterMeta, ControllerError};
+
+use crate::error_map;
+use crate::protocol::describe_cluster;
+use crate::protocol::errors::ErrorCode;
+use crate::protocol::metadata::{BrokerEntry, MetadataRequest, MetadataResponse, PartitionEntry, TopicEntry};
+use crate::protocol::response::ResponseBuilder;
+use crate::shard::{AdminError, AdminOp, BrokerShard};
+
+fn brokers(meta: &ClusterMeta) -> Vec<BrokerEntry> {
+    meta.brokers
+        .iter()
+        .map(|b| BrokerEntry {
+            node_id: b.id.0,
+            host: b.host.clone(),
+            port: i32::from(b.port),
+            rack: b.rack.clone(),
+        })
+        .collect()
+}
+
+fn missing(name: Option<String>, error: ErrorCode) -> TopicEntry {
+    TopicEntry {
+        error: error.code(),
+        name,
+        id: [0; 16],
+        is_internal: false,
+        partitions: Vec::new(),
+    }
+}
+
+fn entry(meta: &ClusterMeta, name: &str) -> Option<TopicEntry> {
+    let t = meta.topic(name)?;
+    Some(TopicEntry {
+        error: 0,
+        name: Some(t.name.clone()),
+        id: t.id,
+        is_internal: false,
+        partitions: t
+            .partitions
+            .iter()
+            .map(|p| PartitionEntry {
+                error: if p.leader.is_some() {
+                    0
+                } else {
+                    ErrorCode::LeaderNotAvailable.code()
+                },
+                index: p.partition,
+                leader: p.leader.map(|b| b.0).unwrap_or(-1),
+                leader_epoch: p.leader_epoch,
+                replicas: p.replicas.iter().map(|b| b.0).collect(),
+                isr: p.isr.iter().map(|b| b.0).collect(),
+                offline: Vec::new(),
+            })
+            .collect(),
+    })
+}
+
+/// Creates a topic with the broker's defaults, as Kafka's auto-creation does.
+pub async fn auto_create(shard: &Rc<BrokerShard>, name: &str) -> Result<(), AdminError> {
+    let live = shard.meta().brokers.len() as i16;
+    let op = AdminOp::CreateTopic {
+        name: name.to_string(),
+        partitions: shard.config.num_partitions,
+        replication_factor: shard.config.default_replication_factor.min(live.max(1)),
+        configs: BTreeMap::new(),
+        validate_only: false,
+    };
+    match shard.admin(op).await {
+        Ok(_) | Err(AdminError::Controller(ControllerError::TopicExists { .. })) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+pub async fn metadata(shard: &Rc<BrokerShard>, req: &MetadataRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
+    let mut meta = shard.meta();
+    let mut topics = Vec::new();
+    match &req.topics {
+        None => topics.extend(meta.topics.keys().filter_map(|n| entry(&meta, n))),
+        Some(wanted) => {
+            for t in wanted {
+                let name = match &t.name {
+                    Some(n) => n.clone(),
+                    None => match meta.topics.values().find(|x| x.id == t.id) {
+                        Some(x) => x.name.clone(),
+                        None => {
+                            topics.push(missing(None, ErrorCode::UnknownTopicId));
+                            continue;
+                        }
+                    },
+                };
+                if let Some(e) = entry(&meta, &name) {
+                    topics.push(e);
+                    continue;
+                }
+                if topic::validate_name(&name).is_err() {
+                    topics.push(missing(Some(name), ErrorCode::InvalidTopicException));
+                    continue;
+                }
+                if !(shard.config.auto_create_topics && req.allow_auto_topic_creation) {
+                    topics.push(missing(Some(name), ErrorCode::UnknownTopicOrPartition));
+                    continue;
+                }
+                match auto_create(shard, &name).await {
+                    Ok(()) => {
+                        meta = shard.meta();
+                        topics.push(
+                            entry(&meta, &name).unwrap_or_else(|| missing(Some(name), ErrorCode::LeaderNotAvailable)),
+                        );
+                    }
+                    Err(e) => topics.push(missing(Some(name), error_map::admin(&e))),
+                }
+            }
+        }
+    }
+    MetadataResponse {
+        brokers: brokers(&meta),
+        cluster_id: Some(meta.cluster_id.clone()),
+        controller_id: meta.controller.0,
+        topics,
+    }
+    .encode(&mut b.w, v, flexible);
+}
+
+pub fn describe_cluster(shard: &Rc<BrokerShard>, v: i16, b: &mut ResponseBuilder) {
+    let meta = shard.meta();
+    describe_cluster::encode_response(&mut b.w, v, &meta.cluster_id, meta.controller.0, &brokers(&meta));
+}

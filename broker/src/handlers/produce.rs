@@ -1,0 +1,107 @@
+//! Produce: each partition's record set is appended on the shard that owns
+//! the partition. On a single broker, acks=-1 means the local append, as
+//! acks=1; acks=0 gets no response at all.
+
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use ferrite_engine::{AppendMode, EngineError, LeaderEpoch, TopicPartition};
+
+use super::metadata::auto_create;
+use crate::error_map;
+use crate::protocol::errors::ErrorCode;
+use crate::protocol::produce::{encode_response, ProducePartitionResponse, ProduceRequest, ProduceTopicResponse};
+use crate::protocol::response::ResponseBuilder;
+use crate::shard::BrokerShard;
+
+fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProducePartitionResponse {
+    ProducePartitionResponse {
+        index,
+        error: error.code(),
+        base_offset: -1,
+        log_append_time_ms: -1,
+        log_start_offset: -1,
+        error_message: message,
+    }
+}
+
+/// Appends on the owning shard; returns (base offset, log start).
+async fn append_on_owner(
+    shard: &Rc<BrokerShard>,
+    tp: TopicPartition,
+    epoch: i32,
+    records: Bytes,
+) -> Result<(i64, i64), EngineError> {
+    let owner = shard.owner(&tp);
+    shard
+        .handle
+        .submit(owner, move |s: Rc<BrokerShard>| async move {
+            let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
+            // The log rewrites offsets in place: it needs its own copy.
+            let info = log
+                .append(
+                    BytesMut::from(&records[..]),
+                    AppendMode::Leader {
+                        epoch: LeaderEpoch(epoch),
+                    },
+                )
+                .await?;
+            Ok((info.first_offset.0, log.log_start_offset().0))
+        })
+        .await?
+}
+
+pub async fn produce(shard: &Rc<BrokerShard>, p: ProduceRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
+    let acks_ok = (-1..=1).contains(&p.acks);
+    let mut out = Vec::with_capacity(p.topics.len());
+    for t in p.topics {
+        let mut meta = shard.meta();
+        if acks_ok && meta.topic(&t.name).is_none() && shard.config.auto_create_topics {
+            if let Err(e) = auto_create(shard, &t.name).await {
+                tracing::debug!(topic = %t.name, error = %e, "auto-creation on produce failed");
+            }
+            meta = shard.meta();
+        }
+        let topic = meta.topic(&t.name);
+        let mut tasks = Vec::with_capacity(t.partitions.len());
+        for part in t.partitions {
+            let index = part.index;
+            let known = topic.and_then(|x| x.partitions.iter().find(|q| q.partition == index));
+            let ready = match (acks_ok, known, part.records) {
+                (false, _, _) => Err(failed(index, ErrorCode::InvalidRequiredAcks, None)),
+                (_, None, _) => Err(failed(index, ErrorCode::UnknownTopicOrPartition, None)),
+                (_, Some(_), None) => Err(failed(index, ErrorCode::CorruptMessage, Some("null record set".into()))),
+                (_, Some(pm), Some(records)) => Ok((pm.leader_epoch, records)),
+            };
+            match ready {
+                Err(r) => tasks.push(glommio::spawn_local(async move { r })),
+                Ok((epoch, records)) => {
+                    let shard = shard.clone();
+                    let tp = TopicPartition::new(t.name.clone(), index);
+                    tasks.push(glommio::spawn_local(async move {
+                        match append_on_owner(&shard, tp, epoch, records).await {
+                            Ok((base, start)) => ProducePartitionResponse {
+                                index,
+                                error: 0,
+                                base_offset: base,
+                                log_append_time_ms: -1,
+                                log_start_offset: start,
+                                error_message: None,
+                            },
+                            Err(e) => failed(index, error_map::engine(&e), Some(e.to_string())),
+                        }
+                    }));
+                }
+            }
+        }
+        let mut partitions = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            partitions.push(task.await);
+        }
+        out.push(ProduceTopicResponse {
+            name: t.name,
+            partitions,
+        });
+    }
+    encode_response(&mut b.w, v, flexible, &out);
+}

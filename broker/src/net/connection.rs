@@ -1,0 +1,140 @@
+//! One client connection: frames in, responses out, in order.
+//!
+//! The reader decodes each frame and starts its handler at once, so a
+//! client's pipelined requests are processed concurrently (up to
+//! `connection_requests_inflight_max`); the writer awaits the handlers in
+//! arrival order and writes each response, so answers keep the request
+//! order.
+//!
+//! A frame is refused — and the connection closed — when its size is
+//! negative, larger than `socket.request.max.bytes`, or smaller than a
+//! request header, or when it ends early, does not decode, or names an API
+//! or version Ferrite does not serve (ApiVersions excepted, which gets
+//! UNSUPPORTED_VERSION and the supported ranges). The size is checked before
+//! the frame's buffer is allocated.
+
+use std::os::unix::io::AsRawFd;
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+
+use super::sendfile;
+use crate::handlers::{self, Reply};
+use crate::protocol::request::{decode_frame, Decoded};
+use crate::protocol::response::Chunk;
+use crate::shard::BrokerShard;
+
+/// api_key + api_version + correlation_id.
+const REQUEST_HEADER_BYTES_MIN: usize = 8;
+
+enum Next {
+    Frame(std::io::Result<Option<BytesMut>>),
+    Stop,
+}
+
+/// Reads one frame; `Ok(None)` at a clean end of stream.
+async fn read_frame<R: futures_lite::AsyncRead + Unpin>(r: &mut R, max: usize) -> std::io::Result<Option<BytesMut>> {
+    let mut size = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = r.read(&mut size[got..]).await?;
+        if n == 0 {
+            if got == 0 {
+                return Ok(None);
+            }
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        got += n;
+    }
+    let size = i32::from_be_bytes(size);
+    if size < REQUEST_HEADER_BYTES_MIN as i32 || size as usize > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame size {size} outside [{REQUEST_HEADER_BYTES_MIN}, {max}]"),
+        ));
+    }
+    let mut frame = BytesMut::zeroed(size as usize);
+    r.read_exact(&mut frame).await?;
+    Ok(Some(frame))
+}
+
+async fn write_reply<W: futures_lite::AsyncWrite + Unpin>(w: &mut W, sock: i32, reply: Reply) -> std::io::Result<()> {
+    let Reply::Response { chunks, len } = reply else {
+        return Ok(());
+    };
+    let len = i32::try_from(len).map_err(|_| std::io::Error::other("response larger than 2 GiB"))?;
+    w.write_all(&len.to_be_bytes()).await?;
+    for c in chunks {
+        match c {
+            Chunk::Bytes(b) => w.write_all(&b).await?,
+            Chunk::File(f) => {
+                w.flush().await?;
+                sendfile::send_chunk(sock, &f).await?;
+            }
+        }
+    }
+    w.flush().await
+}
+
+pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
+    let peer = stream.peer_addr().ok();
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(error = %e, "TCP_NODELAY");
+    }
+    let sock = stream.as_raw_fd();
+    let (mut rd, mut wr) = futures_lite::io::split(stream);
+    let inflight_max = shard.config.connection_requests_inflight_max.max(1);
+    let (tx, rx) = async_channel::bounded::<glommio::Task<Reply>>(inflight_max);
+    let writer = glommio::spawn_local(async move {
+        while let Ok(task) = rx.recv().await {
+            let reply = task.await;
+            if let Err(e) = write_reply(&mut wr, sock, reply).await {
+                tracing::debug!(error = %e, "connection write failed");
+                return;
+            }
+        }
+    });
+    let max = shard.config.socket_request_max_bytes;
+    loop {
+        let seen = shard.stop_signal.generation();
+        if shard.stopping.get() {
+            break;
+        }
+        let next = futures_lite::future::or(async { Next::Frame(read_frame(&mut rd, max).await) }, async {
+            shard.stop_signal.changed_since(seen).await;
+            Next::Stop
+        })
+        .await;
+        let frame = match next {
+            Next::Stop => break,
+            Next::Frame(Ok(Some(f))) => f,
+            Next::Frame(Ok(None)) => break,
+            Next::Frame(Err(e)) => {
+                tracing::info!(?peer, error = %e, "closing connection");
+                break;
+            }
+        };
+        let task = match decode_frame(frame.freeze()) {
+            Ok(Decoded::Request(req)) => {
+                let shard = shard.clone();
+                glommio::spawn_local(async move { handlers::handle(&shard, *req).await })
+            }
+            Ok(Decoded::ApiVersionsUnsupported(header)) => {
+                let reply = handlers::api_versions_unsupported(&header);
+                glommio::spawn_local(async move { reply })
+            }
+            Err(e) => {
+                tracing::info!(?peer, error = %e, "closing connection");
+                break;
+            }
+        };
+        if tx.send(task).await.is_err() {
+            break;
+        }
+    }
+    // Answer what was already accepted, then close.
+    drop(tx);
+    writer.await;
+}

@@ -1,0 +1,79 @@
+//! Sending file regions to a socket with `sendfile(2)`.
+//!
+//! glommio 0.9 has no sendfile, so each call runs on glommio's blocking
+//! thread pool. A call is bounded — at most `SENDFILE_CALL_BYTES_MAX` bytes
+//! and `SENDFILE_CALL_WAIT_MS_MAX` of waiting for the socket to drain — so
+//! that a slow consumer cannot hold a pool thread; the shard calls again
+//! until the region is sent.
+
+use std::os::fd::AsRawFd;
+use std::os::unix::io::RawFd;
+use std::time::{Duration, Instant};
+
+use crate::protocol::response::FileChunk;
+
+pub const SENDFILE_CALL_BYTES_MAX: u64 = 4 << 20;
+pub const SENDFILE_CALL_WAIT_MS_MAX: u64 = 200;
+
+/// Sends all of `chunk` to the (non-blocking) socket `sock`.
+pub async fn send_chunk(sock: RawFd, chunk: &FileChunk) -> std::io::Result<()> {
+    let file = chunk.fd.as_raw_fd();
+    let end = chunk.position + chunk.len;
+    let mut at = chunk.position;
+    while at < end {
+        let (pos, len) = (at, (end - at).min(SENDFILE_CALL_BYTES_MAX));
+        // Both descriptors outlive the call: the socket belongs to the
+        // connection awaiting it, the file to `chunk`.
+        let sent = glommio::executor()
+            .spawn_blocking(move || sendfile_bounded(sock, file, pos, len))
+            .await?;
+        at += sent;
+    }
+    Ok(())
+}
+
+/// Sends up to `len` bytes from `file` at `pos`, waiting for the socket at
+/// most `SENDFILE_CALL_WAIT_MS_MAX`. Returns the bytes sent (0 if the socket
+/// stayed full).
+fn sendfile_bounded(sock: RawFd, file: RawFd, pos: u64, len: u64) -> std::io::Result<u64> {
+    let deadline = Instant::now() + Duration::from_millis(SENDFILE_CALL_WAIT_MS_MAX);
+    let mut sent = 0u64;
+    while sent < len {
+        let mut off = (pos + sent) as libc::off_t;
+        // SAFETY: both descriptors are open for the duration of this call
+        // (see send_chunk); `off` is a valid pointer to a local.
+        let n = unsafe { libc::sendfile(sock, file, &mut off, (len - sent) as usize) };
+        if n > 0 {
+            sent += n as u64;
+            continue;
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "file region ends before its length",
+            ));
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => {
+                if sent > 0 {
+                    break;
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let mut pfd = libc::pollfd {
+                    fd: sock,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
+            }
+            _ => return Err(err),
+        }
+    }
+    Ok(sent)
+}

@@ -1,0 +1,164 @@
+//! Starting and stopping a broker: the metadata store, the shards, the
+//! listeners, and a clean shutdown on SIGTERM/SIGINT.
+
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use ferrite_controller::embedded::EmbeddedStore;
+use ferrite_controller::{BrokerId, BrokerMeta, ClusterMeta};
+use ferrite_engine::clock::SystemClock;
+use ferrite_engine::log_manager::{LogManager, LogManagerConfig};
+use ferrite_engine::recovery::Repair;
+use ferrite_engine::shard::{online_cpus, InitFn, Pinning, RuntimeConfig, ShardRuntime};
+use ferrite_engine::{LogConfig, TopicPartition};
+
+use crate::config::BrokerConfig;
+use crate::shard::{BrokerShard, Stale};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("metadata: {0}")]
+    Metadata(#[from] ferrite_controller::ControllerError),
+    #[error("storage: {0}")]
+    Engine(#[from] ferrite_engine::EngineError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A running broker.
+pub struct Server {
+    runtime: ShardRuntime<BrokerShard>,
+}
+
+fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
+    let mut m = LogManagerConfig::new(&c.log_dir);
+    m.write_mode = c.write_mode;
+    m.repair = if c.recovery_repair {
+        Repair::Truncate
+    } else {
+        Repair::Refuse
+    };
+    m.retention_check_interval_ms = c.retention_check_interval_ms;
+    m.flush_scheduler_interval_ms = c.flush_scheduler_interval_ms;
+    m.checkpoint_interval_ms = c.checkpoint_interval_ms;
+    m
+}
+
+/// The log config of a partition found on disk, from the metadata.
+fn config_for(config: &BrokerConfig, meta: &ClusterMeta, tp: &TopicPartition) -> LogConfig {
+    match meta.topic(&tp.topic) {
+        Some(t) => ferrite_controller::topic_config::log_config(&config.log, &t.configs),
+        None => config.log.clone(),
+    }
+}
+
+impl Server {
+    /// Opens the metadata and the logs (recovering them if needed) and
+    /// starts listening. Returns once every shard serves.
+    pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
+        if config.zookeeper_connect.is_some() {
+            tracing::warn!("zookeeper.connect is set, but clustering is not built yet: running as a single broker");
+        }
+        let broker = BrokerMeta {
+            id: BrokerId(config.broker_id),
+            host: config.advertised_host.clone(),
+            port: config.advertised_port,
+            rack: None,
+        };
+        let store = EmbeddedStore::open(&config.log_dir, broker)?;
+        let meta = Arc::new(store.meta().clone());
+        let store = Arc::new(Mutex::new(Some(store)));
+        let config = Arc::new(config);
+        let shards = if config.shards == 0 {
+            online_cpus()
+        } else {
+            config.shards
+        };
+        let init: InitFn<BrokerShard> = {
+            let config = config.clone();
+            Arc::new(move |id, handle| {
+                let config = config.clone();
+                let meta = meta.clone();
+                let store = if id.0 == 0 {
+                    store.lock().ok().and_then(|mut s| s.take())
+                } else {
+                    None
+                };
+                Box::pin(async move {
+                    let cfg = config.clone();
+                    let m = meta.clone();
+                    let logs = LogManager::open(
+                        log_manager_config(&config),
+                        id,
+                        handle.shard_count(),
+                        Rc::new(SystemClock),
+                        &move |tp| config_for(&cfg, &m, tp),
+                    )
+                    .await?;
+                    logs.start_background();
+                    let shard = Rc::new(BrokerShard::new(id, config.clone(), logs, handle, meta.clone(), store));
+                    shard.apply_metadata(meta, Stale::Keep).await?;
+                    let listener = glommio::net::TcpListener::bind(config.listen).map_err(|e| {
+                        ferrite_engine::EngineError::Io {
+                            op: "listen",
+                            path: config.listen.to_string().into(),
+                            source: e.into(),
+                        }
+                    })?;
+                    glommio::spawn_local(crate::net::accept_loop(shard.clone(), listener)).detach();
+                    Ok(shard)
+                })
+            })
+        };
+        let runtime = ShardRuntime::start(
+            RuntimeConfig {
+                shards,
+                pinning: Pinning::PerCpu,
+                inbox_max: 1024,
+                io_memory_bytes: ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT,
+            },
+            init,
+        )?;
+        tracing::info!(listen = %config.listen, shards, data = %config.log_dir.display(), "ferrite is serving");
+        Ok(Server { runtime })
+    }
+
+    /// Stops accepting, lets connections answer what they have, flushes and
+    /// closes every log cleanly.
+    pub fn stop(self) {
+        tracing::info!("shutting down");
+        self.runtime.stop();
+        tracing::info!("stopped");
+    }
+}
+
+/// Blocks SIGINT and SIGTERM in this thread (and the threads it starts
+/// later), so that `wait_for_signal` can take them synchronously.
+pub fn block_stop_signals() {
+    // SAFETY: plain signal-mask calls on a local sigset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Waits for SIGINT or SIGTERM; returns its name.
+pub fn wait_for_signal() -> &'static str {
+    // SAFETY: sigwait on a local, initialised sigset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        let mut sig: libc::c_int = 0;
+        libc::sigwait(&set, &mut sig);
+        if sig == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        }
+    }
+}

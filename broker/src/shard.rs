@@ -1,0 +1,284 @@
+//! The broker's per-shard service: the shard's partition logs, its copy of
+//! the cluster metadata, and (on shard 0) the embedded metadata store.
+//!
+//! Metadata changes go to shard 0, which owns the store; the store returns
+//! the new metadata, and shard 0 sends it to every shard (itself included),
+//! each of which creates, reconfigures or deletes the logs it owns. Only
+//! once every shard has applied it is the change answered. Each shard then
+//! serves Metadata requests from its own immutable snapshot.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use ferrite_controller::embedded::{ConfigOp, EmbeddedStore};
+use ferrite_controller::topic_config;
+use ferrite_controller::{BrokerId, ClusterMeta, ControllerError, TopicMeta};
+use ferrite_engine::log_manager::{shard_for, LogManager};
+use ferrite_engine::notify::Notify;
+use ferrite_engine::shard::{ShardHandle, ShardService};
+use ferrite_engine::{EngineError, LogConfig, PartitionLog, ShardId, TopicPartition};
+
+use crate::config::BrokerConfig;
+
+/// What to do with local logs the metadata no longer names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stale {
+    Delete,
+    Keep,
+}
+
+/// A metadata change, carried out by shard 0 on the store.
+#[derive(Clone, Debug)]
+pub enum AdminOp {
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    },
+    DeleteTopic {
+        name: String,
+    },
+    CreatePartitions {
+        name: String,
+        total: i32,
+        validate_only: bool,
+    },
+    AlterConfigs {
+        name: String,
+        ops: Vec<ConfigOp>,
+        validate_only: bool,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+pub struct BrokerShard {
+    pub id: ShardId,
+    pub config: Arc<BrokerConfig>,
+    pub logs: Rc<LogManager>,
+    pub handle: ShardHandle<BrokerShard>,
+    meta: RefCell<Arc<ClusterMeta>>,
+    store: Option<RefCell<EmbeddedStore>>,
+    /// Set when the broker is stopping: listeners close, connections finish
+    /// their in-flight requests and close.
+    pub stopping: Cell<bool>,
+    pub stop_signal: Notify,
+    connections: Cell<usize>,
+    connections_changed: Notify,
+}
+
+impl BrokerShard {
+    pub fn new(
+        id: ShardId,
+        config: Arc<BrokerConfig>,
+        logs: Rc<LogManager>,
+        handle: ShardHandle<BrokerShard>,
+        meta: Arc<ClusterMeta>,
+        store: Option<EmbeddedStore>,
+    ) -> BrokerShard {
+        BrokerShard {
+            id,
+            config,
+            logs,
+            handle,
+            meta: RefCell::new(meta),
+            store: store.map(RefCell::new),
+            stopping: Cell::new(false),
+            stop_signal: Notify::new(),
+            connections: Cell::new(0),
+            connections_changed: Notify::new(),
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.handle.shard_count()
+    }
+
+    pub fn meta(&self) -> Arc<ClusterMeta> {
+        self.meta.borrow().clone()
+    }
+
+    pub fn owner(&self, tp: &TopicPartition) -> ShardId {
+        shard_for(tp, self.shard_count())
+    }
+
+    pub fn broker_id(&self) -> BrokerId {
+        BrokerId(self.config.broker_id)
+    }
+
+    /// The log config of a topic: broker defaults plus its overrides.
+    pub fn topic_log_config(&self, topic: &TopicMeta) -> LogConfig {
+        topic_config::log_config(&self.config.log, &topic.configs)
+    }
+
+    /// Installs new metadata: creates the logs this shard owns and leads,
+    /// updates their configs, and — for changes made while running, not at
+    /// start (a lost metadata file must not delete data) — deletes the logs
+    /// whose partition is gone.
+    pub async fn apply_metadata(&self, meta: Arc<ClusterMeta>, stale: Stale) -> Result<(), EngineError> {
+        *self.meta.borrow_mut() = meta.clone();
+        let me = self.broker_id();
+        let mut wanted = std::collections::BTreeSet::new();
+        for t in meta.topics.values() {
+            let config = self.topic_log_config(t);
+            for p in &t.partitions {
+                let tp = TopicPartition::new(t.name.clone(), p.partition);
+                if self.owner(&tp) != self.id || !p.replicas.contains(&me) {
+                    continue;
+                }
+                let log = self.logs.get_or_create(&tp, config.clone()).await?;
+                if log.config() != config {
+                    log.set_config(config.clone());
+                }
+                wanted.insert(tp);
+            }
+        }
+        for tp in self.logs.partitions() {
+            if wanted.contains(&tp) {
+                continue;
+            }
+            match stale {
+                Stale::Delete => {
+                    tracing::info!(tp = %tp, "deleting partition no longer in the metadata");
+                    self.logs.delete(&tp).await?;
+                }
+                Stale::Keep => {
+                    tracing::warn!(tp = %tp, "partition on disk is not in the metadata; left alone and not served")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The log of a partition this shard owns.
+    pub fn local_log(&self, tp: &TopicPartition) -> Option<Rc<PartitionLog>> {
+        self.logs.get(tp)
+    }
+
+    /// Carries out `op` on shard 0's store and installs the result on every
+    /// shard before returning.
+    pub async fn admin(&self, op: AdminOp) -> Result<TopicMeta, AdminError> {
+        let handle = self.handle.clone();
+        let result = self
+            .handle
+            .submit(ShardId(0), move |zero: Rc<BrokerShard>| async move {
+                zero.admin_on_zero(op).await
+            })
+            .await
+            .map_err(AdminError::Engine)?;
+        let (topic, meta) = result?;
+        if let Some(meta) = meta {
+            broadcast(&handle, meta).await?;
+        }
+        Ok(topic)
+    }
+
+    async fn admin_on_zero(&self, op: AdminOp) -> Result<(TopicMeta, Option<Arc<ClusterMeta>>), ControllerError> {
+        let store = self.store.as_ref();
+        assert!(store.is_some(), "admin operations run on shard 0");
+        let mut store = store.map(|s| s.borrow_mut()).unwrap_or_else(|| unreachable!());
+        let (topic, changed) = match op {
+            AdminOp::CreateTopic {
+                name,
+                partitions,
+                replication_factor,
+                configs,
+                validate_only,
+            } => (
+                store.create_topic(&name, partitions, replication_factor, configs, validate_only)?,
+                !validate_only,
+            ),
+            AdminOp::DeleteTopic { name } => (store.delete_topic(&name)?, true),
+            AdminOp::CreatePartitions {
+                name,
+                total,
+                validate_only,
+            } => (store.create_partitions(&name, total, validate_only)?, !validate_only),
+            AdminOp::AlterConfigs {
+                name,
+                ops,
+                validate_only,
+            } => (store.alter_configs(&name, &ops, validate_only)?, !validate_only),
+        };
+        Ok((topic, changed.then(|| Arc::new(store.meta().clone()))))
+    }
+
+    /// Stops listeners and tells connections to finish.
+    pub fn begin_stop(&self) {
+        self.stopping.set(true);
+        self.stop_signal.notify_all();
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections.set(self.connections.get() + 1);
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections.set(self.connections.get() - 1);
+        self.connections_changed.notify_all();
+    }
+
+    pub fn connection_count(&self) -> usize {
+        self.connections.get()
+    }
+
+    /// Waits (at most `limit`) until every connection has answered its
+    /// in-flight requests and closed.
+    pub async fn drain_connections(&self, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        while self.connections.get() > 0 {
+            let seen = self.connections_changed.generation();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                tracing::warn!(open = self.connections.get(), "connections still open at shutdown");
+                return;
+            }
+            futures_lite::future::or(
+                self.connections_changed.changed_since(seen),
+                glommio::timer::sleep(left),
+            )
+            .await;
+        }
+    }
+}
+
+/// Sends `meta` to every shard and waits until each has applied it.
+pub async fn broadcast(handle: &ShardHandle<BrokerShard>, meta: Arc<ClusterMeta>) -> Result<(), EngineError> {
+    let mut pending = Vec::new();
+    for s in 0..handle.shard_count() {
+        let meta = meta.clone();
+        let h = handle.clone();
+        pending.push(glommio::spawn_local(async move {
+            h.submit(ShardId(s), move |shard: Rc<BrokerShard>| async move {
+                shard.apply_metadata(meta, Stale::Delete).await
+            })
+            .await
+        }));
+    }
+    for p in pending {
+        p.await??;
+    }
+    Ok(())
+}
+
+impl ShardService for BrokerShard {
+    fn shutdown(self: Rc<Self>) -> Pin<Box<dyn Future<Output = ()>>> {
+        Box::pin(async move {
+            self.begin_stop();
+            self.drain_connections(std::time::Duration::from_secs(10)).await;
+            LogManager::shutdown(&self.logs).await;
+        })
+    }
+}
