@@ -10,9 +10,17 @@ cd "$(dirname "$0")/.."
 
 section() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 
-section "toolchain"
+section "toolchain and test dependencies"
 cargo --version
 rustc --version
+# Real Kafka clients the tests drive.
+if ! command -v kcat >/dev/null 2>&1; then
+  echo "installing kcat"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q kcat
+fi
+kcat -V | head -n 1
 
 section "format"
 cargo fmt --all --check
@@ -46,10 +54,10 @@ else
   command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
   (
     cd fuzz
-    for target in batch_header segment_recovery index_files; do
+    for target in batch_header segment_recovery index_files request_frame; do
       mkdir -p "corpus/$target"
       cargo +nightly fuzz run "$target" "corpus/$target" "seeds/$target" -- \
-        -max_total_time="$fuzz_seconds" -print_final_stats=0
+        -max_total_time="$fuzz_seconds" -malloc_limit_mb=256 -rss_limit_mb=1024 -print_final_stats=0
     done
   )
 fi

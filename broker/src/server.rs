@@ -98,14 +98,6 @@ impl Server {
                     logs.start_background();
                     let shard = Rc::new(BrokerShard::new(id, config.clone(), logs, handle, meta.clone(), store));
                     shard.apply_metadata(meta, Stale::Keep).await?;
-                    let listener = glommio::net::TcpListener::bind(config.listen).map_err(|e| {
-                        ferrite_engine::EngineError::Io {
-                            op: "listen",
-                            path: config.listen.to_string().into(),
-                            source: e.into(),
-                        }
-                    })?;
-                    glommio::spawn_local(crate::net::accept_loop(shard.clone(), listener)).detach();
                     Ok(shard)
                 })
             })
@@ -119,6 +111,23 @@ impl Server {
             },
             init,
         )?;
+        // Listen only once every shard has opened (and recovered) its logs.
+        let handle = runtime.handle();
+        for shard in 0..shards {
+            let listen = config.listen;
+            let bound = futures_lite::future::block_on(handle.submit(
+                ferrite_engine::ShardId(shard),
+                move |s: Rc<BrokerShard>| async move {
+                    let listener = glommio::net::TcpListener::bind(listen)?;
+                    glommio::spawn_local(crate::net::accept_loop(s, listener)).detach();
+                    Ok::<(), std::io::Error>(())
+                },
+            ))?;
+            if let Err(e) = bound {
+                runtime.stop();
+                return Err(ServerError::Other(format!("listen on {listen}: {e}")));
+            }
+        }
         tracing::info!(listen = %config.listen, shards, data = %config.log_dir.display(), "ferrite is serving");
         Ok(Server { runtime })
     }

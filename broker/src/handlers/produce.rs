@@ -63,12 +63,14 @@ pub async fn produce(shard: &Rc<BrokerShard>, p: ProduceRequest, v: i16, flexibl
             meta = shard.meta();
         }
         let topic = meta.topic(&t.name);
+        let valid_name = ferrite_controller::topic::validate_name(&t.name).is_ok();
         let mut tasks = Vec::with_capacity(t.partitions.len());
         for part in t.partitions {
             let index = part.index;
             let known = topic.and_then(|x| x.partitions.iter().find(|q| q.partition == index));
             let ready = match (acks_ok, known, part.records) {
                 (false, _, _) => Err(failed(index, ErrorCode::InvalidRequiredAcks, None)),
+                _ if !valid_name => Err(failed(index, ErrorCode::InvalidTopicException, None)),
                 (_, None, _) => Err(failed(index, ErrorCode::UnknownTopicOrPartition, None)),
                 (_, Some(_), None) => Err(failed(index, ErrorCode::CorruptMessage, Some("null record set".into()))),
                 (_, Some(pm), Some(records)) => Ok((pm.leader_epoch, records)),

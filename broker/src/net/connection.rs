@@ -80,6 +80,7 @@ async fn write_reply<W: futures_lite::AsyncWrite + Unpin>(w: &mut W, sock: i32, 
 
 pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     let peer = stream.peer_addr().ok();
+    tracing::debug!(?peer, shard = %shard.id, "connection opened");
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(error = %e, "TCP_NODELAY");
     }
@@ -137,4 +138,5 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     // Answer what was already accepted, then close.
     drop(tx);
     writer.await;
+    tracing::debug!(?peer, "connection closed");
 }

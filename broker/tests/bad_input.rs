@@ -1,0 +1,198 @@
+//! Bad input gets a clear answer — the Kafka error code, or a closed
+//! connection for a malformed frame — the broker keeps serving other
+//! clients, and no data changes.
+
+mod common;
+
+use bytes::Bytes;
+use common::{s, Broker, Client};
+use ferrite_engine::batch::build_batch;
+use ferrite_engine::{Offset, TimestampMs};
+use kafka_protocol::messages::{self as km, TopicName};
+
+fn topic(name: &str) -> TopicName {
+    TopicName(s(name))
+}
+
+fn batch(values: &[&[u8]]) -> Bytes {
+    Bytes::from(build_batch(Offset(0), TimestampMs(1_700_000_000_000), values))
+}
+
+fn produce(name: &str, acks: i16, records: Bytes) -> km::ProduceRequest {
+    km::ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+            .with_name(topic(name))
+            .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])])
+}
+
+fn produce_error(c: &mut Client, name: &str, acks: i16, records: Bytes) -> i16 {
+    let r = c.call(&produce(name, acks, records), 9);
+    r.responses[0].partition_responses[0].error_code
+}
+
+fn create(c: &mut Client, name: &str, configs: &[(&str, &str)]) {
+    let req = km::CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![km::create_topics_request::CreatableTopic::default()
+            .with_name(topic(name))
+            .with_num_partitions(1)
+            .with_replication_factor(1)
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(k, v)| {
+                        km::create_topics_request::CreatableTopicConfig::default()
+                            .with_name(s(k))
+                            .with_value(Some(s(v)))
+                    })
+                    .collect(),
+            )]);
+    let r = c.call(&req, 7);
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+}
+
+fn latest(c: &mut Client, name: &str) -> i64 {
+    let req = km::ListOffsetsRequest::default()
+        .with_replica_id(km::BrokerId(-1))
+        .with_topics(vec![km::list_offsets_request::ListOffsetsTopic::default()
+            .with_name(topic(name))
+            .with_partitions(vec![km::list_offsets_request::ListOffsetsPartition::default(
+            )
+            .with_partition_index(0)
+            .with_timestamp(-1)])]);
+    let r = c.call(&req, 7);
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    p.offset
+}
+
+fn still_serves(b: &Broker) {
+    let mut c = Client::connect(b.addr());
+    let r = c.call(&km::ApiVersionsRequest::default(), 0);
+    assert_eq!(r.error_code, 0);
+}
+
+#[test]
+fn malformed_frames_close_the_connection_and_nothing_else() {
+    let mut b = Broker::start(&["socket.request.max.bytes=1048576"]);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        // Claims 2 MiB, over socket.request.max.bytes: refused before reading it.
+        ("oversized", (2i32 << 20).to_be_bytes().to_vec()),
+        ("negative size", (-5i32).to_be_bytes().to_vec()),
+        (
+            "shorter than a header",
+            [4i32.to_be_bytes().to_vec(), vec![0, 18, 0, 0]].concat(),
+        ),
+        ("unknown api key", {
+            let body = [999i16.to_be_bytes(), 0i16.to_be_bytes()].concat();
+            let body = [body, 1i32.to_be_bytes().to_vec(), (-1i16).to_be_bytes().to_vec()].concat();
+            [(body.len() as i32).to_be_bytes().to_vec(), body].concat()
+        }),
+        ("unknown metadata version", {
+            let body = [3i16.to_be_bytes(), 99i16.to_be_bytes()].concat();
+            let body = [body, 1i32.to_be_bytes().to_vec(), (-1i16).to_be_bytes().to_vec()].concat();
+            [(body.len() as i32).to_be_bytes().to_vec(), body].concat()
+        }),
+        ("metadata claiming 2^31 topics", {
+            let body = [3i16.to_be_bytes(), 1i16.to_be_bytes()].concat();
+            let body = [
+                body,
+                1i32.to_be_bytes().to_vec(),
+                (-1i16).to_be_bytes().to_vec(),
+                i32::MAX.to_be_bytes().to_vec(),
+            ]
+            .concat();
+            [(body.len() as i32).to_be_bytes().to_vec(), body].concat()
+        }),
+    ];
+    for (name, bytes) in cases {
+        let mut c = Client::connect(b.addr());
+        c.send_raw(&bytes).unwrap();
+        assert!(c.is_closed(), "{name}: connection left open");
+        assert!(b.is_running(), "{name}: broker died");
+        still_serves(&b);
+    }
+    // A truncated frame: the size promises more than ever arrives.
+    let mut c = Client::connect(b.addr());
+    let f = c.frame(&km::MetadataRequest::default().with_topics(None), 1);
+    c.send_raw(&f[..f.len() - 3]).unwrap();
+    c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(c.is_closed(), "truncated frame");
+    still_serves(&b);
+}
+
+#[test]
+fn unsupported_api_versions_gets_our_ranges() {
+    let b = Broker::start(&[]);
+    let mut c = Client::connect(b.addr());
+    let mut f = c.frame(&km::ApiVersionsRequest::default(), 0);
+    f[6..8].copy_from_slice(&77i16.to_be_bytes()); // version 77
+    c.send_raw(&f).unwrap();
+    let r = c
+        .response::<km::ApiVersionsRequest>(0)
+        .expect("an answer, not a closed connection");
+    assert_eq!(r.error_code, 35, "UNSUPPORTED_VERSION");
+    let av = r.api_keys.iter().find(|k| k.api_key == 18).unwrap();
+    assert_eq!((av.min_version, av.max_version), (0, 3));
+}
+
+#[test]
+fn refused_produces_get_kafka_errors_and_append_nothing() {
+    let b = Broker::start(&["auto.create.topics.enable=false"]);
+    let mut c = Client::connect(b.addr());
+    create(&mut c, "t", &[("max.message.bytes", "2000")]);
+    assert_eq!(produce_error(&mut c, "t", 1, batch(&[b"ok"])), 0);
+    let end = latest(&mut c, "t");
+    assert_eq!(end, 1);
+
+    let mut bad_crc = batch(&[b"hello"]).to_vec();
+    let n = bad_crc.len();
+    bad_crc[n - 1] ^= 1;
+    assert_eq!(
+        produce_error(&mut c, "t", 1, Bytes::from(bad_crc)),
+        2,
+        "CORRUPT_MESSAGE"
+    );
+    let big = vec![7u8; 5000];
+    assert_eq!(produce_error(&mut c, "t", 1, batch(&[&big])), 10, "MESSAGE_TOO_LARGE");
+    assert_eq!(
+        produce_error(&mut c, "nope", 1, batch(&[b"x"])),
+        3,
+        "UNKNOWN_TOPIC_OR_PARTITION"
+    );
+    assert_eq!(
+        produce_error(&mut c, "bad name!", 1, batch(&[b"x"])),
+        17,
+        "INVALID_TOPIC_EXCEPTION"
+    );
+    assert_eq!(
+        produce_error(&mut c, "t", 2, batch(&[b"x"])),
+        21,
+        "INVALID_REQUIRED_ACKS"
+    );
+    let mut magic1 = batch(&[b"x"]).to_vec();
+    magic1[16] = 1;
+    assert_ne!(
+        produce_error(&mut c, "t", 1, Bytes::from(magic1)),
+        0,
+        "old magic refused"
+    );
+
+    // Metadata for an invalid or unknown name.
+    let r = c.call(
+        &km::MetadataRequest::default().with_topics(Some(vec![
+            km::metadata_request::MetadataRequestTopic::default().with_name(Some(topic("bad name!"))),
+            km::metadata_request::MetadataRequestTopic::default().with_name(Some(topic("unknown"))),
+        ])),
+        12,
+    );
+    assert_eq!(r.topics[0].error_code, 17);
+    assert_eq!(r.topics[1].error_code, 3);
+
+    assert_eq!(latest(&mut c, "t"), end, "nothing was appended");
+    still_serves(&b);
+}
