@@ -21,6 +21,13 @@ if ! command -v kcat >/dev/null 2>&1; then
   $SUDO apt-get install -y -q kcat
 fi
 kcat -V | head -n 1
+# Python clients, in a virtualenv under target/ (no system packages touched).
+if [ ! -x target/pyenv/bin/python ]; then
+  python3 -m venv target/pyenv
+fi
+target/pyenv/bin/pip install -q --disable-pip-version-check confluent-kafka kafka-python
+export FERRITE_PYTHON="$PWD/target/pyenv/bin/python"
+"$FERRITE_PYTHON" -c 'import confluent_kafka, kafka; print("confluent-kafka", confluent_kafka.version()[0], "/ librdkafka", confluent_kafka.libversion()[0], "/ kafka-python", kafka.__version__)'
 
 section "format"
 cargo fmt --all --check

@@ -25,6 +25,7 @@ pub mod batch;
 pub mod batch_cache;
 pub mod checkpoint;
 pub mod clock;
+pub mod compression;
 pub mod error;
 pub mod flush;
 pub mod index;

@@ -92,6 +92,9 @@ impl LogRead {
     }
 }
 
+/// Largest decompressed batch the timestamp look-up will inflate.
+pub const DECOMPRESSED_BYTES_MAX: usize = 64 << 20;
+
 /// The first record at or after a timestamp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimestampHit {
@@ -260,9 +263,9 @@ impl PartitionLog {
     }
 
     /// The first record whose timestamp is at or after `target`, among
-    /// batches below `upper`. Uncompressed batches are searched record by
-    /// record; for a compressed batch the answer is its first record with
-    /// the batch's max timestamp (the records are not decompressed).
+    /// batches below `upper`, found record by record inside the batch
+    /// (decompressing it if needed; a batch that does not decode answers
+    /// with its base offset).
     pub async fn offset_for_timestamp(&self, target: TimestampMs, upper: Offset) -> Result<Option<TimestampHit>> {
         let segments: Vec<Rc<Segment>> = self.segments.borrow().iter().cloned().collect();
         let log_start = self.log_start_offset();
@@ -321,13 +324,17 @@ impl PartitionLog {
             offset: info.base_offset,
             timestamp: info.max_timestamp,
         };
-        if info.compression != crate::batch::Compression::None
-            || info.timestamp_type == crate::batch::TimestampType::LogAppendTime
-        {
+        if info.timestamp_type == crate::batch::TimestampType::LogAppendTime {
+            // Every record carries the batch's append time.
             return Ok(batch_level);
         }
         let bytes = file.read_at(batch_pos, info.size).await?;
-        let Ok(records) = record::decode_records(&bytes[crate::batch::HEADER_BYTES..], info.record_count) else {
+        let body = &bytes[crate::batch::HEADER_BYTES..];
+        let plain = match crate::compression::decompress(info.compression, body, DECOMPRESSED_BYTES_MAX) {
+            Ok(p) => p,
+            Err(_) => return Ok(batch_level),
+        };
+        let Ok(records) = record::decode_records(&plain, info.record_count) else {
             return Ok(batch_level);
         };
         for r in records {
