@@ -2,6 +2,8 @@
 //! and the engine throughput run behind `ferrite-bench engine`.
 
 pub mod engine_run;
+pub mod load;
+pub mod loopback;
 pub mod size;
 
 use bytes::BytesMut;

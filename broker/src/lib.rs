@@ -3,6 +3,8 @@
 //!
 //! Built so far: the protocol codec ([`protocol`]).
 
+pub mod cli_topics;
+pub mod client;
 pub mod config;
 pub mod error_map;
 pub mod handlers;

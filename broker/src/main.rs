@@ -31,6 +31,14 @@ enum Command {
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
     },
+    /// Administer topics on a running broker (over the Kafka protocol).
+    Topics {
+        /// A broker to talk to.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(subcommand)]
+        command: ferrite_broker::cli_topics::TopicsCommand,
+    },
     /// Run a broker from a Kafka-style server.properties.
     Broker {
         /// The properties file.
@@ -53,9 +61,9 @@ fn split_overrides(overrides: &[String]) -> Result<Vec<(String, String)>, String
         .collect()
 }
 
-fn config_from(cli: Cli) -> Result<BrokerConfig, String> {
+fn config_from(command: Command) -> Result<BrokerConfig, String> {
     let mut config = BrokerConfig::default();
-    match cli.command {
+    match command {
         Command::Standalone {
             listen,
             data_dir,
@@ -78,6 +86,7 @@ fn config_from(cli: Cli) -> Result<BrokerConfig, String> {
             pairs.extend(split_overrides(&overrides)?);
             config.apply(&pairs).map_err(|e| e.to_string())?;
         }
+        Command::Topics { .. } => unreachable!("handled before"),
     }
     Ok(config)
 }
@@ -87,7 +96,16 @@ fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FERRITE_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let config = match config_from(Cli::parse()) {
+    let cli = Cli::parse();
+    if let Command::Topics { bootstrap, command } = cli.command {
+        let mut out = std::io::stdout();
+        if let Err(e) = ferrite_broker::cli_topics::run(&bootstrap, command, &mut out) {
+            eprintln!("ferrite topics: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let config = match config_from(cli.command) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("ferrite: {e}");

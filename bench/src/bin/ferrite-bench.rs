@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use std::time::Duration;
+
 use ferrite_bench::engine_run::{self, EngineRunConfig};
+use ferrite_bench::load::{self, LoadConfig};
 use ferrite_bench::size::parse_size;
 use ferrite_engine::WriteMode;
 
@@ -20,8 +23,69 @@ enum Mode {
     Buffered,
 }
 
+/// Options shared by `produce` and `consume`.
+#[derive(clap::Args, Clone)]
+struct LoadArgs {
+    /// A broker to talk to.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    #[arg(long, default_value = "ferrite-bench")]
+    topic: String,
+    /// Partitions to use (the topic is created with this many if missing).
+    #[arg(long, default_value_t = 8)]
+    partitions: i32,
+    /// Connections (one thread each); partitions are dealt among them.
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
+    /// Requests in flight per connection.
+    #[arg(long, default_value_t = 8)]
+    inflight: usize,
+    /// Stop after this many seconds…
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// …or after this many records (0: no limit; for consume, 0 with no
+    /// duration reached means "until caught up").
+    #[arg(long, default_value_t = 0)]
+    count: u64,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Produce to a broker as fast as possible or at a fixed rate; prints a
+    /// line per second, then one JSON line with records_per_sec, mb_per_sec
+    /// (record payload), p50_ms, p99_ms, p999_ms, max_ms, and the loopback
+    /// TCP bandwidth measured just before (loopback_mb_s, loopback_ratio).
+    Produce {
+        #[command(flatten)]
+        load: LoadArgs,
+        #[arg(long, default_value = "1KiB", value_parser = parse_size)]
+        record_size: u64,
+        #[arg(long, default_value_t = 16)]
+        batch_records: usize,
+        /// 0, 1 or -1 (all).
+        #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+        acks: i16,
+        /// Records per second in all; 0 = as fast as possible.
+        #[arg(long, default_value_t = 0)]
+        rate: u64,
+        /// Seconds of loopback TCP measurement before the run (0 skips it).
+        #[arg(long, default_value_t = 2.0)]
+        loopback_seconds: f64,
+    },
+    /// Consume from a broker (fetching from offset 0 of every partition);
+    /// prints a line per second, then one JSON line like produce's.
+    Consume {
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Fetch max bytes per request.
+        #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+        fetch_max_bytes: u64,
+    },
+    /// Loopback TCP bandwidth of this machine.
+    Loopback {
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+    },
     /// Append to one partition through the storage engine and compare with a
     /// plain sequential O_DIRECT writer on the same disk, in the same run.
     /// Prints progress, then one JSON line with append_mb_s, raw_write_mb_s,
@@ -48,9 +112,77 @@ enum Command {
     },
 }
 
+fn load_config(l: LoadArgs) -> LoadConfig {
+    LoadConfig {
+        bootstrap: l.bootstrap,
+        topic: l.topic,
+        partitions: l.partitions,
+        record_bytes: 1024,
+        batch_records: 16,
+        acks: 1,
+        inflight: l.inflight,
+        connections: l.connections,
+        duration: Duration::from_secs_f64(l.duration),
+        count: l.count,
+        rate: 0,
+        fetch_max_bytes: 1 << 20,
+    }
+}
+
+fn fail(what: &str, e: impl std::fmt::Display) -> ! {
+    eprintln!("ferrite-bench {what}: {e}");
+    std::process::exit(1);
+}
+
 fn main() {
     let cli = Cli::parse();
     match cli.command {
+        Command::Produce {
+            load: l,
+            record_size,
+            batch_records,
+            acks,
+            rate,
+            loopback_seconds,
+        } => {
+            let mut cfg = load_config(l);
+            cfg.record_bytes = record_size as usize;
+            cfg.batch_records = batch_records;
+            cfg.acks = acks;
+            cfg.rate = rate;
+            let loopback = if loopback_seconds > 0.0 {
+                let mb = ferrite_bench::loopback::measure(Duration::from_secs_f64(loopback_seconds))
+                    .unwrap_or_else(|e| fail("loopback", e));
+                println!("loopback TCP: {mb:.0} MB/s");
+                Some(mb)
+            } else {
+                None
+            };
+            let result = load::produce(&cfg).unwrap_or_else(|e| fail("produce", e));
+            let mut json = result.to_json("produce", &cfg);
+            if let Some(mb) = loopback {
+                json["loopback_mb_s"] = serde_json::json!((mb * 10.0).round() / 10.0);
+                json["loopback_ratio"] = serde_json::json!((result.mb_per_sec() / mb * 1000.0).round() / 1000.0);
+            }
+            println!("{json}");
+        }
+        Command::Consume {
+            load: l,
+            fetch_max_bytes,
+        } => {
+            let mut cfg = load_config(l);
+            cfg.fetch_max_bytes = fetch_max_bytes.min(i32::MAX as u64) as i32;
+            let result = load::consume(&cfg).unwrap_or_else(|e| fail("consume", e));
+            println!("{}", result.to_json("consume", &cfg));
+        }
+        Command::Loopback { seconds } => {
+            let mb = ferrite_bench::loopback::measure(Duration::from_secs_f64(seconds))
+                .unwrap_or_else(|e| fail("loopback", e));
+            println!(
+                "{}",
+                serde_json::json!({"bench": "loopback", "mb_per_sec": (mb * 10.0).round() / 10.0})
+            );
+        }
         Command::Engine {
             bytes,
             dir,

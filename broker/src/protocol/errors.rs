@@ -38,3 +38,33 @@ impl ErrorCode {
         self as i16
     }
 }
+
+/// The Kafka name of an error code, for messages.
+pub fn name(code: i16) -> &'static str {
+    match code {
+        -1 => "UNKNOWN_SERVER_ERROR",
+        0 => "NONE",
+        1 => "OFFSET_OUT_OF_RANGE",
+        2 => "CORRUPT_MESSAGE",
+        3 => "UNKNOWN_TOPIC_OR_PARTITION",
+        5 => "LEADER_NOT_AVAILABLE",
+        6 => "NOT_LEADER_OR_FOLLOWER",
+        7 => "REQUEST_TIMED_OUT",
+        10 => "MESSAGE_TOO_LARGE",
+        17 => "INVALID_TOPIC_EXCEPTION",
+        19 => "NOT_ENOUGH_REPLICAS",
+        20 => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        21 => "INVALID_REQUIRED_ACKS",
+        35 => "UNSUPPORTED_VERSION",
+        36 => "TOPIC_ALREADY_EXISTS",
+        37 => "INVALID_PARTITIONS",
+        38 => "INVALID_REPLICATION_FACTOR",
+        39 => "INVALID_REPLICA_ASSIGNMENT",
+        40 => "INVALID_CONFIG",
+        42 => "INVALID_REQUEST",
+        56 => "KAFKA_STORAGE_ERROR",
+        87 => "INVALID_RECORD",
+        100 => "UNKNOWN_TOPIC_ID",
+        _ => "ERROR",
+    }
+}

@@ -1,0 +1,320 @@
+//! `ferrite-bench produce` and `consume`: a load generator with its own
+//! pipelined Kafka client (Ferrite's client codec over blocking sockets, one
+//! thread per connection).
+//!
+//! Latency is per request: from the moment the request was due to the
+//! moment its response arrived. At `--rate 0` (as fast as possible) a request
+//! is due when it is sent. At a fixed rate a request is due at its slot in
+//! the schedule, so a stall that delays later sends is charged to them too
+//! (coordinated omission corrected).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferrite_broker::client::codec::{self, CREATE_TOPICS_V, FETCH_V, PRODUCE_V};
+use ferrite_broker::client::{ClientError, Connection};
+use ferrite_engine::batch::{self, Validation};
+use hdrhistogram::Histogram;
+
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    pub bootstrap: String,
+    pub topic: String,
+    pub partitions: i32,
+    pub record_bytes: usize,
+    pub batch_records: usize,
+    pub acks: i16,
+    pub inflight: usize,
+    pub connections: usize,
+    /// Stop after this long, or after `count` records, whichever first.
+    pub duration: Duration,
+    pub count: u64,
+    /// Records per second in all; 0 = as fast as possible.
+    pub rate: u64,
+    pub fetch_max_bytes: i32,
+}
+
+#[derive(Debug)]
+pub struct LoadResult {
+    pub records: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub latency: Histogram<u64>,
+    pub errors: u64,
+}
+
+impl LoadResult {
+    pub fn records_per_sec(&self) -> f64 {
+        self.records as f64 / self.seconds
+    }
+
+    pub fn mb_per_sec(&self) -> f64 {
+        self.bytes as f64 / self.seconds / 1e6
+    }
+
+    /// Microsecond histogram value at `q`, in milliseconds.
+    pub fn ms(&self, q: f64) -> f64 {
+        self.latency.value_at_quantile(q) as f64 / 1000.0
+    }
+
+    pub fn to_json(&self, mode: &str, cfg: &LoadConfig) -> serde_json::Value {
+        let r2 = |x: f64| (x * 100.0).round() / 100.0;
+        serde_json::json!({
+            "bench": mode,
+            "topic": cfg.topic,
+            "partitions": cfg.partitions,
+            "record_bytes": cfg.record_bytes,
+            "batch_records": cfg.batch_records,
+            "acks": cfg.acks,
+            "connections": cfg.connections,
+            "inflight": cfg.inflight,
+            "rate": cfg.rate,
+            "records": self.records,
+            "errors": self.errors,
+            "seconds": r2(self.seconds),
+            "records_per_sec": self.records_per_sec().round(),
+            "mb_per_sec": r2(self.mb_per_sec()),
+            "p50_ms": r2(self.ms(0.5)),
+            "p99_ms": r2(self.ms(0.99)),
+            "p999_ms": r2(self.ms(0.999)),
+            "max_ms": r2(self.latency.max() as f64 / 1000.0),
+        })
+    }
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 µs to 10 min, 3 significant digits.
+    Histogram::new_with_bounds(1, 600_000_000, 3).unwrap_or_else(|_| unreachable!())
+}
+
+/// Creates the topic if it does not exist.
+pub fn ensure_topic(cfg: &LoadConfig) -> Result<(), ClientError> {
+    let mut c = Connection::connect(&cfg.bootstrap, "ferrite-bench")?;
+    let mut r = c.call(19, CREATE_TOPICS_V, |w| {
+        codec::create_topics(w, &cfg.topic, cfg.partitions, 1, &[])
+    })?;
+    for (name, code, msg) in codec::decode_create_topics(&mut r)? {
+        if code != 0 && code != 36 {
+            return Err(ClientError::Kafka(format!(
+                "create {name}: error {code} {}",
+                msg.unwrap_or_default()
+            )));
+        }
+    }
+    Ok(())
+}
+
+struct Shared {
+    records: AtomicU64,
+    bytes: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// Prints one progress line per second until `stop`.
+fn reporter(shared: Arc<Shared>, label: &'static str) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (mut last_r, mut last_b) = (0, 0);
+        while !shared.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_secs(1));
+            let (r, b) = (
+                shared.records.load(Ordering::Relaxed),
+                shared.bytes.load(Ordering::Relaxed),
+            );
+            println!(
+                "{label}: {} records/s, {:.1} MB/s",
+                r - last_r,
+                (b - last_b) as f64 / 1e6
+            );
+            (last_r, last_b) = (r, b);
+        }
+    })
+}
+
+fn run_threads<F>(cfg: &LoadConfig, label: &'static str, work: F) -> Result<LoadResult, ClientError>
+where
+    F: Fn(usize, &Shared) -> Result<(Histogram<u64>, u64), ClientError> + Send + Sync + 'static,
+{
+    let shared = Arc::new(Shared {
+        records: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+    });
+    let work = Arc::new(work);
+    let report = reporter(shared.clone(), label);
+    let start = Instant::now();
+    let threads: Vec<_> = (0..cfg.connections.max(1))
+        .map(|i| {
+            let shared = shared.clone();
+            let work = work.clone();
+            std::thread::spawn(move || work(i, &shared))
+        })
+        .collect();
+    let mut latency = histogram();
+    let mut errors = 0;
+    let mut first_error = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok((h, e))) => {
+                latency.add(h).ok();
+                errors += e;
+            }
+            Ok(Err(e)) => first_error = first_error.or(Some(e)),
+            Err(_) => first_error = first_error.or(Some(ClientError::Kafka("a load thread panicked".into()))),
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    shared.stop.store(true, Ordering::Relaxed);
+    report.join().ok();
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    Ok(LoadResult {
+        records: shared.records.load(Ordering::Relaxed),
+        bytes: shared.bytes.load(Ordering::Relaxed),
+        seconds,
+        latency,
+        errors,
+    })
+}
+
+/// Partitions served by connection `i` of `n`.
+fn partitions_of(i: usize, n: usize, partitions: i32) -> Vec<i32> {
+    (0..partitions).filter(|p| *p as usize % n == i % n).collect()
+}
+
+pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
+    ensure_topic(cfg)?;
+    let value = vec![b'x'; cfg.record_bytes];
+    let values: Vec<&[u8]> = (0..cfg.batch_records).map(|_| &value[..]).collect();
+    let batch = Bytes::from(batch::build_batch(
+        ferrite_engine::Offset(0),
+        ferrite_engine::TimestampMs(0),
+        &values,
+    ));
+    let record_bytes_per_batch = (cfg.record_bytes * cfg.batch_records) as u64;
+    let cfg2 = cfg.clone();
+    let deadline = Instant::now() + cfg.duration;
+    let per_conn_rate = cfg.rate as f64 / cfg.connections.max(1) as f64;
+    let per_conn_count = cfg.count.div_ceil(cfg.connections.max(1) as u64);
+    run_threads(cfg, "produce", move |i, shared| {
+        let cfg = &cfg2;
+        let parts = partitions_of(i, cfg.connections, cfg.partitions);
+        if parts.is_empty() {
+            return Ok((histogram(), 0));
+        }
+        let mut c = Connection::connect(&cfg.bootstrap, "ferrite-bench")?;
+        let mut h = histogram();
+        let mut errors = 0;
+        let mut due: VecDeque<Instant> = VecDeque::new();
+        let interval = (per_conn_rate > 0.0).then(|| Duration::from_secs_f64(cfg.batch_records as f64 / per_conn_rate));
+        let start = Instant::now();
+        let mut sent_batches = 0u64;
+        let mut records = 0u64;
+        loop {
+            let done = Instant::now() >= deadline || (cfg.count > 0 && records >= per_conn_count);
+            if !done && due.len() < cfg.inflight.max(1) {
+                let slot = match interval {
+                    Some(iv) => {
+                        let slot = start + iv.mul_f64(sent_batches as f64);
+                        let now = Instant::now();
+                        if slot > now {
+                            std::thread::sleep(slot - now);
+                        }
+                        slot
+                    }
+                    None => Instant::now(),
+                };
+                let p = parts[sent_batches as usize % parts.len()];
+                c.send(0, PRODUCE_V, |w| {
+                    codec::produce(w, cfg.acks, 30_000, &cfg.topic, p, &batch)
+                })?;
+                sent_batches += 1;
+                records += cfg.batch_records as u64;
+                if cfg.acks == 0 {
+                    shared.records.fetch_add(cfg.batch_records as u64, Ordering::Relaxed);
+                    shared.bytes.fetch_add(record_bytes_per_batch, Ordering::Relaxed);
+                } else {
+                    due.push_back(slot);
+                }
+                continue;
+            }
+            if cfg.acks == 0 {
+                break;
+            }
+            let Some(slot) = due.pop_front() else {
+                break;
+            };
+            let mut r = c.recv()?;
+            let (error, _) = codec::decode_produce(&mut r)?;
+            h.record(slot.elapsed().as_micros().max(1) as u64).ok();
+            if error == 0 {
+                shared.records.fetch_add(cfg.batch_records as u64, Ordering::Relaxed);
+                shared.bytes.fetch_add(record_bytes_per_batch, Ordering::Relaxed);
+            } else {
+                errors += 1;
+            }
+        }
+        Ok((h, errors))
+    })
+}
+
+/// Counts the whole records in a fetched record set; returns (records,
+/// bytes, next offset).
+fn count_batches(records: &[u8], mut next: i64) -> (u64, u64, i64) {
+    let mut at = 0;
+    let (mut n, mut bytes) = (0u64, 0u64);
+    while at < records.len() {
+        let Ok(info) = batch::validate(&records[at..], usize::MAX, Validation::Stored) else {
+            break;
+        };
+        n += info.record_count as u64;
+        bytes += info.size as u64;
+        next = info.next_offset().0;
+        at += info.size;
+    }
+    (n, bytes, next)
+}
+
+pub fn consume(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
+    let cfg2 = cfg.clone();
+    let deadline = Instant::now() + cfg.duration;
+    let per_conn_count = cfg.count.div_ceil(cfg.connections.max(1) as u64);
+    run_threads(cfg, "consume", move |i, shared| {
+        let cfg = &cfg2;
+        let parts = partitions_of(i, cfg.connections, cfg.partitions);
+        let mut c = Connection::connect(&cfg.bootstrap, "ferrite-bench")?;
+        let mut h = histogram();
+        let mut errors = 0;
+        let mut offsets: Vec<i64> = vec![0; parts.len()];
+        let mut caught_up = vec![false; parts.len()];
+        let mut records = 0u64;
+        let mut k = 0usize;
+        while Instant::now() < deadline && (cfg.count == 0 || records < per_conn_count) && !parts.is_empty() {
+            if cfg.count == 0 && caught_up.iter().all(|x| *x) {
+                break;
+            }
+            let j = k % parts.len();
+            k += 1;
+            let sent = Instant::now();
+            let mut r = c.call(1, FETCH_V, |w| {
+                codec::fetch(w, 100, cfg.fetch_max_bytes, &cfg.topic, parts[j], offsets[j])
+            })?;
+            let f = codec::decode_fetch(&mut r)?;
+            h.record(sent.elapsed().as_micros().max(1) as u64).ok();
+            if f.error != 0 {
+                errors += 1;
+                continue;
+            }
+            let (n, bytes, next) = count_batches(&f.records, offsets[j]);
+            offsets[j] = next;
+            caught_up[j] = next >= f.high_watermark;
+            records += n;
+            shared.records.fetch_add(n, Ordering::Relaxed);
+            shared.bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        Ok((h, errors))
+    })
+}

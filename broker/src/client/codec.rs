@@ -1,0 +1,399 @@
+//! The client side of the protocol, for Ferrite's own tools (`ferrite
+//! topics`, `ferrite-bench`): request encoders and bounded response
+//! decoders, each at one fixed, non-flexible version every Kafka broker since
+//! 2.x serves.
+
+use bytes::Bytes;
+
+use crate::protocol::wire::{Reader, WireResult, Writer};
+
+pub const METADATA_V: i16 = 4;
+pub const PRODUCE_V: i16 = 7;
+pub const FETCH_V: i16 = 11;
+pub const LIST_OFFSETS_V: i16 = 5;
+pub const CREATE_TOPICS_V: i16 = 4;
+pub const DELETE_TOPICS_V: i16 = 3;
+pub const CREATE_PARTITIONS_V: i16 = 1;
+pub const DESCRIBE_CONFIGS_V: i16 = 1;
+pub const ALTER_CONFIGS_V: i16 = 0;
+
+/// Writes a request frame (size, header v1, body) into a fresh buffer.
+pub fn frame(
+    api_key: i16,
+    version: i16,
+    correlation_id: i32,
+    client_id: &str,
+    body: impl FnOnce(&mut Writer),
+) -> Bytes {
+    let mut w = Writer::new();
+    w.i32(0);
+    w.i16(api_key);
+    w.i16(version);
+    w.i32(correlation_id);
+    w.string(false, client_id);
+    body(&mut w);
+    let len = (w.len() - 4) as i32;
+    w.patch_i32(0, len);
+    w.into_bytes().freeze()
+}
+
+/// Reads the correlation id off a response frame (header v0).
+pub fn response_correlation(r: &mut Reader) -> WireResult<i32> {
+    r.i32("correlation_id")
+}
+
+// ---- Metadata v4 ----
+
+/// Asks for `topics` (all when `None`); never auto-creates them.
+pub fn metadata(w: &mut Writer, topics: Option<&[String]>) {
+    match topics {
+        None => w.array_len(false, None),
+        Some(t) => {
+            w.array_len(false, Some(t.len()));
+            for name in t {
+                w.string(false, name);
+            }
+        }
+    }
+    w.bool(false);
+}
+
+#[derive(Clone, Debug)]
+pub struct BrokerInfo {
+    pub id: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+#[derive(Clone, Debug)]
+pub struct PartitionInfo {
+    pub error: i16,
+    pub partition: i32,
+    pub leader: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct TopicInfo {
+    pub error: i16,
+    pub name: String,
+    pub partitions: Vec<PartitionInfo>,
+}
+
+#[derive(Clone, Debug)]
+pub struct MetadataInfo {
+    pub brokers: Vec<BrokerInfo>,
+    pub controller: i32,
+    pub topics: Vec<TopicInfo>,
+}
+
+fn i32_array(r: &mut Reader) -> WireResult<Vec<i32>> {
+    let n = r.array_len_required(false, 4, "int32 array")?;
+    (0..n).map(|_| r.i32("int32")).collect()
+}
+
+pub fn decode_metadata(r: &mut Reader) -> WireResult<MetadataInfo> {
+    r.i32("throttle_time_ms")?;
+    let nb = r.array_len_required(false, 10, "brokers")?;
+    let mut brokers = Vec::with_capacity(nb);
+    for _ in 0..nb {
+        let id = r.i32("node_id")?;
+        let host = r.string(false, "host")?;
+        let port = r.i32("port")?;
+        r.nullable_string(false, "rack")?;
+        brokers.push(BrokerInfo { id, host, port });
+    }
+    r.nullable_string(false, "cluster_id")?;
+    let controller = r.i32("controller_id")?;
+    let nt = r.array_len_required(false, 7, "topics")?;
+    let mut topics = Vec::with_capacity(nt);
+    for _ in 0..nt {
+        let error = r.i16("error")?;
+        let name = r.string(false, "name")?;
+        r.bool("is_internal")?;
+        let np = r.array_len_required(false, 18, "partitions")?;
+        let mut partitions = Vec::with_capacity(np);
+        for _ in 0..np {
+            let error = r.i16("error")?;
+            let partition = r.i32("partition")?;
+            let leader = r.i32("leader")?;
+            let replicas = i32_array(r)?;
+            let isr = i32_array(r)?;
+            partitions.push(PartitionInfo {
+                error,
+                partition,
+                leader,
+                replicas,
+                isr,
+            });
+        }
+        topics.push(TopicInfo {
+            error,
+            name,
+            partitions,
+        });
+    }
+    Ok(MetadataInfo {
+        brokers,
+        controller,
+        topics,
+    })
+}
+
+// ---- Produce v7 ----
+
+/// One partition's record set.
+pub fn produce(w: &mut Writer, acks: i16, timeout_ms: i32, topic: &str, partition: i32, records: &[u8]) {
+    w.nullable_string(false, None);
+    w.i16(acks);
+    w.i32(timeout_ms);
+    w.array_len(false, Some(1));
+    w.string(false, topic);
+    w.array_len(false, Some(1));
+    w.i32(partition);
+    w.nullable_bytes(false, Some(records));
+}
+
+/// (error, base offset) of the first partition in a Produce v7 response.
+pub fn decode_produce(r: &mut Reader) -> WireResult<(i16, i64)> {
+    let nt = r.array_len_required(false, 6, "topics")?;
+    let mut first = (0, -1);
+    for t in 0..nt {
+        r.string(false, "name")?;
+        let np = r.array_len_required(false, 30, "partitions")?;
+        for p in 0..np {
+            r.i32("partition")?;
+            let error = r.i16("error")?;
+            let base = r.i64("base_offset")?;
+            r.i64("log_append_time")?;
+            r.i64("log_start_offset")?;
+            if t == 0 && p == 0 {
+                first = (error, base);
+            }
+        }
+    }
+    r.i32("throttle_time_ms")?;
+    Ok(first)
+}
+
+// ---- Fetch v11 ----
+
+pub fn fetch(w: &mut Writer, max_wait_ms: i32, max_bytes: i32, topic: &str, partition: i32, offset: i64) {
+    w.i32(-1);
+    w.i32(max_wait_ms);
+    w.i32(1);
+    w.i32(max_bytes);
+    w.i8(0);
+    w.i32(0);
+    w.i32(-1);
+    w.array_len(false, Some(1));
+    w.string(false, topic);
+    w.array_len(false, Some(1));
+    w.i32(partition);
+    w.i32(-1);
+    w.i64(offset);
+    w.i64(-1);
+    w.i32(max_bytes);
+    w.array_len(false, Some(0));
+    w.string(false, "");
+}
+
+#[derive(Debug)]
+pub struct FetchedPartition {
+    pub error: i16,
+    pub high_watermark: i64,
+    pub records: Bytes,
+}
+
+/// The first partition of a Fetch v11 response.
+pub fn decode_fetch(r: &mut Reader) -> WireResult<FetchedPartition> {
+    r.i32("throttle_time_ms")?;
+    let error = r.i16("error")?;
+    r.i32("session_id")?;
+    let nt = r.array_len_required(false, 6, "topics")?;
+    let mut first = FetchedPartition {
+        error,
+        high_watermark: -1,
+        records: Bytes::new(),
+    };
+    for t in 0..nt {
+        r.string(false, "topic")?;
+        let np = r.array_len_required(false, 40, "partitions")?;
+        for p in 0..np {
+            r.i32("partition")?;
+            let error = r.i16("error")?;
+            let hw = r.i64("high_watermark")?;
+            r.i64("last_stable_offset")?;
+            r.i64("log_start_offset")?;
+            if let Some(n) = r.array_len(false, 16, "aborted")? {
+                for _ in 0..n {
+                    r.i64("producer_id")?;
+                    r.i64("first_offset")?;
+                }
+            }
+            r.i32("preferred_read_replica")?;
+            let records = r.nullable_bytes(false, "records")?.unwrap_or_default();
+            if t == 0 && p == 0 {
+                first = FetchedPartition {
+                    error,
+                    high_watermark: hw,
+                    records,
+                };
+            }
+        }
+    }
+    Ok(first)
+}
+
+// ---- CreateTopics v4, DeleteTopics v3, CreatePartitions v1 ----
+
+pub fn create_topics(
+    w: &mut Writer,
+    name: &str,
+    partitions: i32,
+    replication_factor: i16,
+    configs: &[(String, String)],
+) {
+    w.array_len(false, Some(1));
+    w.string(false, name);
+    w.i32(partitions);
+    w.i16(replication_factor);
+    w.array_len(false, Some(0));
+    w.array_len(false, Some(configs.len()));
+    for (k, v) in configs {
+        w.string(false, k);
+        w.nullable_string(false, Some(v));
+    }
+    w.i32(30_000);
+    w.bool(false);
+}
+
+/// (name, error, message) per topic of a CreateTopics v4 response.
+pub fn decode_create_topics(r: &mut Reader) -> WireResult<Vec<(String, i16, Option<String>)>> {
+    r.i32("throttle_time_ms")?;
+    let n = r.array_len_required(false, 6, "topics")?;
+    (0..n)
+        .map(|_| {
+            Ok((
+                r.string(false, "name")?,
+                r.i16("error")?,
+                r.nullable_string(false, "message")?,
+            ))
+        })
+        .collect()
+}
+
+pub fn delete_topics(w: &mut Writer, names: &[String]) {
+    w.array_len(false, Some(names.len()));
+    for n in names {
+        w.string(false, n);
+    }
+    w.i32(30_000);
+}
+
+pub fn decode_delete_topics(r: &mut Reader) -> WireResult<Vec<(String, i16)>> {
+    r.i32("throttle_time_ms")?;
+    let n = r.array_len_required(false, 4, "topics")?;
+    (0..n)
+        .map(|_| Ok((r.string(false, "name")?, r.i16("error")?)))
+        .collect()
+}
+
+pub fn create_partitions(w: &mut Writer, name: &str, total: i32) {
+    w.array_len(false, Some(1));
+    w.string(false, name);
+    w.i32(total);
+    w.array_len(false, None);
+    w.i32(30_000);
+    w.bool(false);
+}
+
+pub fn decode_create_partitions(r: &mut Reader) -> WireResult<Vec<(String, i16, Option<String>)>> {
+    r.i32("throttle_time_ms")?;
+    let n = r.array_len_required(false, 6, "results")?;
+    (0..n)
+        .map(|_| {
+            Ok((
+                r.string(false, "name")?,
+                r.i16("error")?,
+                r.nullable_string(false, "message")?,
+            ))
+        })
+        .collect()
+}
+
+// ---- DescribeConfigs v1, IncrementalAlterConfigs v0 ----
+
+pub fn describe_topic_configs(w: &mut Writer, topic: &str) {
+    w.array_len(false, Some(1));
+    w.i8(2);
+    w.string(false, topic);
+    w.array_len(false, None);
+    w.bool(false);
+}
+
+/// (error, message, [(name, value, source)]) of the first resource.
+pub type DescribedConfigs = (i16, Option<String>, Vec<(String, Option<String>, i8)>);
+
+pub fn decode_describe_configs(r: &mut Reader) -> WireResult<DescribedConfigs> {
+    r.i32("throttle_time_ms")?;
+    let n = r.array_len_required(false, 9, "results")?;
+    let mut first = (0, None, Vec::new());
+    for i in 0..n {
+        let error = r.i16("error")?;
+        let message = r.nullable_string(false, "message")?;
+        r.i8("resource_type")?;
+        r.string(false, "resource_name")?;
+        let nc = r.array_len_required(false, 9, "configs")?;
+        let mut configs = Vec::with_capacity(nc);
+        for _ in 0..nc {
+            let name = r.string(false, "name")?;
+            let value = r.nullable_string(false, "value")?;
+            r.bool("read_only")?;
+            let source = r.i8("source")?;
+            r.bool("is_sensitive")?;
+            let ns = r.array_len_required(false, 5, "synonyms")?;
+            for _ in 0..ns {
+                r.string(false, "name")?;
+                r.nullable_string(false, "value")?;
+                r.i8("source")?;
+            }
+            configs.push((name, value, source));
+        }
+        if i == 0 {
+            first = (error, message, configs);
+        }
+    }
+    Ok(first)
+}
+
+/// Sets (`Some`) or deletes (`None`) topic configs.
+pub fn alter_topic_configs(w: &mut Writer, topic: &str, changes: &[(String, Option<String>)]) {
+    w.array_len(false, Some(1));
+    w.i8(2);
+    w.string(false, topic);
+    w.array_len(false, Some(changes.len()));
+    for (k, v) in changes {
+        w.string(false, k);
+        w.i8(if v.is_some() { 0 } else { 1 });
+        w.nullable_string(false, v.as_deref());
+    }
+    w.bool(false);
+}
+
+pub fn decode_alter_configs(r: &mut Reader) -> WireResult<(i16, Option<String>)> {
+    r.i32("throttle_time_ms")?;
+    let n = r.array_len_required(false, 6, "responses")?;
+    let mut first = (0, None);
+    for i in 0..n {
+        let e = r.i16("error")?;
+        let m = r.nullable_string(false, "message")?;
+        r.i8("resource_type")?;
+        r.string(false, "resource_name")?;
+        if i == 0 {
+            first = (e, m);
+        }
+    }
+    Ok(first)
+}

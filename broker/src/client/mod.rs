@@ -1,0 +1,102 @@
+//! Ferrite's own Kafka client, used by the `ferrite` CLI and `ferrite-bench`:
+//! blocking connections with pipelining, over the client-side codec.
+
+pub mod codec;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::protocol::wire::{Reader, WireError, Writer};
+
+/// Largest response frame accepted.
+pub const RESPONSE_BYTES_MAX: usize = 256 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{addr}: {source}")]
+    Io { addr: String, source: std::io::Error },
+    #[error("malformed response: {0}")]
+    Wire(#[from] WireError),
+    #[error("response {got} arrived while {expected} was expected")]
+    Correlation { expected: i32, got: i32 },
+    #[error("response of {0} bytes exceeds the limit")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Kafka(String),
+}
+
+/// A connection to one broker. Requests may be pipelined: `send` any number,
+/// then `recv` their responses in the same order.
+pub struct Connection {
+    stream: TcpStream,
+    addr: String,
+    client_id: String,
+    correlation: i32,
+    awaiting: std::collections::VecDeque<i32>,
+}
+
+impl Connection {
+    pub fn connect(addr: &str, client_id: &str) -> Result<Connection, ClientError> {
+        let io = |source| ClientError::Io {
+            addr: addr.to_string(),
+            source,
+        };
+        let stream = TcpStream::connect(addr).map_err(io)?;
+        stream.set_nodelay(true).map_err(io)?;
+        stream.set_read_timeout(Some(Duration::from_secs(60))).map_err(io)?;
+        Ok(Connection {
+            stream,
+            addr: addr.to_string(),
+            client_id: client_id.to_string(),
+            correlation: 0,
+            awaiting: Default::default(),
+        })
+    }
+
+    fn io(&self, source: std::io::Error) -> ClientError {
+        ClientError::Io {
+            addr: self.addr.clone(),
+            source,
+        }
+    }
+
+    /// Sends a request; returns its correlation id.
+    pub fn send(&mut self, api_key: i16, version: i16, body: impl FnOnce(&mut Writer)) -> Result<i32, ClientError> {
+        self.correlation = self.correlation.wrapping_add(1);
+        let f = codec::frame(api_key, version, self.correlation, &self.client_id, body);
+        self.stream.write_all(&f).map_err(|e| self.io(e))?;
+        self.awaiting.push_back(self.correlation);
+        Ok(self.correlation)
+    }
+
+    /// The next response, positioned after its header.
+    pub fn recv(&mut self) -> Result<Reader, ClientError> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).map_err(|e| self.io(e))?;
+        let size = i32::from_be_bytes(size).max(0) as usize;
+        if size > RESPONSE_BYTES_MAX {
+            return Err(ClientError::TooLarge(size));
+        }
+        let mut buf = vec![0u8; size];
+        self.stream.read_exact(&mut buf).map_err(|e| self.io(e))?;
+        let mut r = Reader::new(Bytes::from(buf));
+        let got = codec::response_correlation(&mut r)?;
+        let expected = self.awaiting.pop_front().unwrap_or(-1);
+        if got != expected {
+            return Err(ClientError::Correlation { expected, got });
+        }
+        Ok(r)
+    }
+
+    pub fn call(&mut self, api_key: i16, version: i16, body: impl FnOnce(&mut Writer)) -> Result<Reader, ClientError> {
+        self.send(api_key, version, body)?;
+        self.recv()
+    }
+
+    pub fn inflight(&self) -> usize {
+        self.awaiting.len()
+    }
+}
