@@ -57,7 +57,7 @@ broker_dir="$smoke_dir/broker"
 target/release/ferrite standalone --listen "127.0.0.1:$port" --data-dir "$broker_dir" --shards 2 \
   2> "$smoke_dir/broker.log" &
 broker_pid=$!
-trap 'kill $broker_pid 2>/dev/null; rm -rf "$smoke_dir"' EXIT
+trap 'kill $broker_pid 2>/dev/null || true; rm -rf "$smoke_dir"' EXIT
 for _ in $(seq 1 100); do
   kcat -b "127.0.0.1:$port" -L -m 1 >/dev/null 2>&1 && break
   sleep 0.1
@@ -78,6 +78,7 @@ assert c["records"] == p["records"], f"consumed {c['records']} of {p['records']}
 PY
 kill -TERM $broker_pid
 wait $broker_pid
+trap 'rm -rf "$smoke_dir"' EXIT
 
 section "fuzz"
 fuzz_seconds=${FUZZ_SECONDS:-20}
