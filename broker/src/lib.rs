@@ -8,6 +8,7 @@ pub mod client;
 pub mod config;
 pub mod error_map;
 pub mod handlers;
+pub mod metrics;
 pub mod net;
 pub mod protocol;
 pub mod server;

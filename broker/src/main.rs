@@ -27,6 +27,9 @@ enum Command {
         /// Shards (one per CPU when 0).
         #[arg(long, default_value_t = 0)]
         shards: usize,
+        /// Serve Prometheus metrics at http://ADDR/metrics.
+        #[arg(long)]
+        metrics_listen: Option<SocketAddr>,
         /// A broker property, Kafka name (repeatable), e.g. log.retention.hours=1.
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
@@ -68,8 +71,10 @@ fn config_from(command: Command) -> Result<BrokerConfig, String> {
             listen,
             data_dir,
             shards,
+            metrics_listen,
             overrides,
         } => {
+            config.metrics_listen = metrics_listen;
             config.listen = listen;
             config.advertised_host = listen.ip().to_string();
             config.advertised_port = listen.port();

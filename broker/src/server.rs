@@ -56,6 +56,7 @@ impl Server {
     /// Opens the metadata and the logs (recovering them if needed) and
     /// starts listening. Returns once every shard serves.
     pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
+        crate::metrics::install();
         if config.zookeeper_connect.is_some() {
             tracing::warn!("zookeeper.connect is set, but clustering is not built yet: running as a single broker");
         }
@@ -98,6 +99,7 @@ impl Server {
                     logs.start_background();
                     let shard = Rc::new(BrokerShard::new(id, config.clone(), logs, handle, meta.clone(), store));
                     shard.apply_metadata(meta, Stale::Keep).await?;
+                    glommio::spawn_local(crate::metrics::report_logs(shard.clone())).detach();
                     Ok(shard)
                 })
             })
@@ -127,6 +129,21 @@ impl Server {
                 runtime.stop();
                 return Err(ServerError::Other(format!("listen on {listen}: {e}")));
             }
+        }
+        if let Some(addr) = config.metrics_listen {
+            let served = futures_lite::future::block_on(handle.submit(
+                ferrite_engine::ShardId(0),
+                move |s: Rc<BrokerShard>| async move {
+                    let listener = glommio::net::TcpListener::bind(addr)?;
+                    glommio::spawn_local(crate::metrics::serve(s, listener)).detach();
+                    Ok::<(), std::io::Error>(())
+                },
+            ))?;
+            if let Err(e) = served {
+                runtime.stop();
+                return Err(ServerError::Other(format!("metrics listen on {addr}: {e}")));
+            }
+            tracing::info!(%addr, "metrics at http://{addr}/metrics");
         }
         tracing::info!(listen = %config.listen, shards, data = %config.log_dir.display(), "ferrite is serving");
         Ok(Server { runtime })

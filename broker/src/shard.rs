@@ -223,9 +223,11 @@ impl BrokerShard {
 
     pub fn connection_opened(&self) {
         self.connections.set(self.connections.get() + 1);
+        crate::metrics::connection_opened();
     }
 
     pub fn connection_closed(&self) {
+        crate::metrics::connection_closed();
         self.connections.set(self.connections.get() - 1);
         self.connections_changed.notify_all();
     }

@@ -138,6 +138,7 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
                 read_on_owner(shard, tp, p.fetch_offset, max, total == 0).await
             };
             any_error |= read.error != ErrorCode::None;
+            crate::metrics::fetched(&t.topic, read.bytes);
             total += read.bytes;
             budget = budget.saturating_sub(read.bytes);
             partitions.push(FetchPartitionResponse {

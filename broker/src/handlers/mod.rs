@@ -43,6 +43,14 @@ pub fn api_versions_unsupported(header: &RequestHeader) -> Reply {
 }
 
 pub async fn handle(shard: &Rc<BrokerShard>, req: Request) -> Reply {
+    let api = req.api;
+    let start = std::time::Instant::now();
+    let reply = dispatch(shard, req).await;
+    crate::metrics::request(api, start.elapsed().as_secs_f64());
+    reply
+}
+
+async fn dispatch(shard: &Rc<BrokerShard>, req: Request) -> Reply {
     let v = req.version();
     let flexible = req.flexible;
     let mut b = ResponseBuilder::new();

@@ -36,7 +36,9 @@ async fn append_on_owner(
     shard
         .handle
         .submit(owner, move |s: Rc<BrokerShard>| async move {
-            let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
+            let log = s
+                .local_log(&tp)
+                .ok_or_else(|| EngineError::UnknownPartition { tp: tp.clone() })?;
             // The log rewrites offsets in place: it needs its own copy.
             let info = log
                 .append(
@@ -46,6 +48,7 @@ async fn append_on_owner(
                     },
                 )
                 .await?;
+            crate::metrics::produced(&tp.topic, info.bytes, info.records);
             Ok((info.first_offset.0, log.log_start_offset().0))
         })
         .await?

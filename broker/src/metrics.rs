@@ -1,0 +1,137 @@
+//! Prometheus metrics: recorded from every shard into the process-wide
+//! recorder (`metrics` crate, atomics), rendered as Prometheus text on
+//! `GET /metrics` at `--metrics-listen` (served by shard 0).
+//!
+//! | metric | kind | labels |
+//! |---|---|---|
+//! | `ferrite_bytes_in_total` | counter | topic — record-set bytes appended by produces |
+//! | `ferrite_messages_in_total` | counter | topic — records appended |
+//! | `ferrite_bytes_out_total` | counter | topic — record bytes returned by fetches |
+//! | `ferrite_requests_total` | counter | api |
+//! | `ferrite_request_duration_seconds` | histogram | api |
+//! | `ferrite_connections_active` | gauge | — |
+//! | `ferrite_partitions` | gauge | shard |
+//! | `ferrite_log_size_bytes` | gauge | topic, partition |
+//! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
+
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::protocol::api::ApiKey;
+use crate::shard::BrokerShard;
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+const LATENCY_BUCKETS_S: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Installs the recorder (once per process).
+pub fn install() {
+    if HANDLE.get().is_some() {
+        return;
+    }
+    let built = PrometheusBuilder::new()
+        .set_buckets(LATENCY_BUCKETS_S)
+        .and_then(|b| b.install_recorder());
+    match built {
+        Ok(h) => {
+            let _ = HANDLE.set(h);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics recorder not installed"),
+    }
+}
+
+pub fn render() -> String {
+    HANDLE.get().map(|h| h.render()).unwrap_or_default()
+}
+
+pub fn request(api: ApiKey, seconds: f64) {
+    metrics::counter!("ferrite_requests_total", "api" => api.name()).increment(1);
+    metrics::histogram!("ferrite_request_duration_seconds", "api" => api.name()).record(seconds);
+}
+
+pub fn produced(topic: &str, bytes: usize, records: i64) {
+    metrics::counter!("ferrite_bytes_in_total", "topic" => topic.to_string()).increment(bytes as u64);
+    metrics::counter!("ferrite_messages_in_total", "topic" => topic.to_string()).increment(records.max(0) as u64);
+}
+
+pub fn fetched(topic: &str, bytes: u64) {
+    if bytes > 0 {
+        metrics::counter!("ferrite_bytes_out_total", "topic" => topic.to_string()).increment(bytes);
+    }
+}
+
+pub fn connection_opened() {
+    metrics::gauge!("ferrite_connections_active").increment(1.0);
+}
+
+pub fn connection_closed() {
+    metrics::gauge!("ferrite_connections_active").decrement(1.0);
+}
+
+/// Every few seconds, the shard's partition gauges.
+pub async fn report_logs(shard: Rc<BrokerShard>) {
+    while !shard.stopping.get() {
+        let label = shard.id.0.to_string();
+        metrics::gauge!("ferrite_partitions", "shard" => label).set(shard.logs.partitions().len() as f64);
+        for tp in shard.logs.partitions() {
+            let Some(log) = shard.logs.get(&tp) else { continue };
+            let labels = [("topic", tp.topic.clone()), ("partition", tp.partition.to_string())];
+            metrics::gauge!("ferrite_log_size_bytes", &labels).set(log.size_bytes() as f64);
+            metrics::gauge!("ferrite_log_end_offset", &labels).set(log.log_end_offset().0 as f64);
+            metrics::gauge!("ferrite_log_durable_offset", &labels).set(log.durable_offset().0 as f64);
+            metrics::gauge!("ferrite_log_start_offset", &labels).set(log.log_start_offset().0 as f64);
+        }
+        glommio::timer::sleep(Duration::from_secs(5)).await;
+    }
+}
+
+/// Serves `GET /metrics` (anything else: 404) until the broker stops.
+pub async fn serve(shard: Rc<BrokerShard>, listener: glommio::net::TcpListener) {
+    loop {
+        let seen = shard.stop_signal.generation();
+        if shard.stopping.get() {
+            return;
+        }
+        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
+            shard.stop_signal.changed_since(seen).await;
+            None
+        })
+        .await;
+        let Some(Ok(mut stream)) = accepted else {
+            if accepted.is_none() {
+                return;
+            }
+            continue;
+        };
+        glommio::spawn_local(async move {
+            let mut buf = vec![0u8; 4096];
+            let mut got = 0;
+            // Read the request head (bounded), then answer and close.
+            while got < buf.len() {
+                match stream.read(&mut buf[got..]).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+                if buf[..got].windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            let head = String::from_utf8_lossy(&buf[..got]);
+            let ok = head.starts_with("GET /metrics ") || head.starts_with("GET /metrics?");
+            let (status, body) = if ok { ("200 OK", render()) } else { ("404 Not Found", "not found\n".to_string()) };
+            let response = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+            let _ = stream.close().await;
+        })
+        .detach();
+    }
+}

@@ -1,0 +1,99 @@
+//! Prometheus text metrics on `GET /metrics`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{s, Broker, Client};
+use ferrite_engine::batch::build_batch;
+use ferrite_engine::{Offset, TimestampMs};
+use kafka_protocol::messages::{self as km, TopicName};
+
+fn scrape(port: u16) -> String {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    out
+}
+
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn metrics_count_traffic_requests_partitions_and_connections() {
+    let metrics_port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let b = Broker::start(&[&format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}")]);
+    let mut c = Client::connect(b.addr());
+    let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[b"one", b"two", b"three"]));
+    let req = km::ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+            .with_name(TopicName(s("m")))
+            .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(batch.clone()))])]);
+    for _ in 0..4 {
+        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
+    }
+    let fetch =
+        km::FetchRequest::default()
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![km::fetch_request::FetchTopic::default()
+                .with_topic(TopicName(s("m")))
+                .with_partitions(vec![
+                    km::fetch_request::FetchPartition::default().with_partition_max_bytes(1 << 20)
+                ])]);
+    c.call(&fetch, 12);
+    let text = scrape(metrics_port);
+    assert_eq!(
+        value(&text, "ferrite_messages_in_total{topic=\"m\"}"),
+        Some(12.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "ferrite_bytes_in_total{topic=\"m\"}"),
+        Some(4.0 * batch.len() as f64)
+    );
+    assert_eq!(
+        value(&text, "ferrite_bytes_out_total{topic=\"m\"}"),
+        Some(4.0 * batch.len() as f64)
+    );
+    assert_eq!(value(&text, "ferrite_requests_total{api=\"Produce\"}"), Some(4.0));
+    assert!(
+        text.contains("ferrite_request_duration_seconds_bucket{api=\"Produce\",le=\"0.001\"}"),
+        "{text}"
+    );
+    assert!(
+        value(&text, "ferrite_connections_active").is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    // Partition gauges come from a periodic report.
+    let deadline = Instant::now() + Duration::from_secs(12);
+    loop {
+        let text = scrape(metrics_port);
+        if value(&text, "ferrite_log_end_offset{topic=\"m\",partition=\"0\"}") == Some(12.0) {
+            assert!(value(&text, "ferrite_log_size_bytes{topic=\"m\",partition=\"0\"}").is_some_and(|v| v > 0.0));
+            break;
+        }
+        assert!(Instant::now() < deadline, "no partition gauges: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut other = TcpStream::connect(("127.0.0.1", metrics_port)).unwrap();
+    other.write_all(b"GET /nope HTTP/1.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    other.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 404"), "{out}");
+}
