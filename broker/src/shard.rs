@@ -162,6 +162,20 @@ impl BrokerShard {
         Ok(())
     }
 
+    /// Runs `f` on shard `owner`: directly when that is this shard, else by
+    /// message to it.
+    pub async fn run_on<R, F, Fut>(self: &Rc<Self>, owner: ShardId, f: F) -> Result<R, EngineError>
+    where
+        R: Send + 'static,
+        F: FnOnce(Rc<BrokerShard>) -> Fut + Send + 'static,
+        Fut: Future<Output = R> + 'static,
+    {
+        if owner == self.id {
+            return Ok(f(self.clone()).await);
+        }
+        self.handle.submit(owner, f).await
+    }
+
     /// The log of a partition this shard owns.
     pub fn local_log(&self, tp: &TopicPartition) -> Option<Rc<PartitionLog>> {
         self.logs.get(tp)

@@ -38,7 +38,7 @@ struct LoadArgs {
     #[arg(long, default_value_t = 4)]
     connections: usize,
     /// Requests in flight per connection.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 32)]
     inflight: usize,
     /// Stop after this many seconds…
     #[arg(long, default_value_t = 10.0)]

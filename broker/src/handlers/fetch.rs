@@ -46,8 +46,7 @@ fn dup(fd: i32) -> std::io::Result<OwnedFd> {
 async fn read_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, offset: i64, max: usize, first: bool) -> PartRead {
     let owner = shard.owner(&tp);
     let result = shard
-        .handle
-        .submit(owner, move |s: Rc<BrokerShard>| async move {
+        .run_on(owner, move |s: Rc<BrokerShard>| async move {
             let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
             let hw = log.log_end_offset();
             let start = log.log_start_offset().0;

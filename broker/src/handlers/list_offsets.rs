@@ -18,8 +18,7 @@ use crate::shard::BrokerShard;
 async fn lookup(shard: &Rc<BrokerShard>, tp: TopicPartition, timestamp: i64) -> Result<(i64, i64), EngineError> {
     let owner = shard.owner(&tp);
     shard
-        .handle
-        .submit(owner, move |s: Rc<BrokerShard>| async move {
+        .run_on(owner, move |s: Rc<BrokerShard>| async move {
             let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
             let end = log.log_end_offset();
             Ok(match timestamp {

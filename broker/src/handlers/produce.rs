@@ -34,15 +34,18 @@ async fn append_on_owner(
 ) -> Result<(i64, i64), EngineError> {
     let owner = shard.owner(&tp);
     shard
-        .handle
-        .submit(owner, move |s: Rc<BrokerShard>| async move {
+        .run_on(owner, move |s: Rc<BrokerShard>| async move {
             let log = s
                 .local_log(&tp)
                 .ok_or_else(|| EngineError::UnknownPartition { tp: tp.clone() })?;
-            // The log rewrites offsets in place: it needs its own copy.
+            // The log rewrites offsets in place: it needs the bytes to
+            // itself (no copy when this request holds the only reference).
+            let owned = records
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
             let info = log
                 .append(
-                    BytesMut::from(&records[..]),
+                    owned,
                     AppendMode::Leader {
                         epoch: LeaderEpoch(epoch),
                     },
