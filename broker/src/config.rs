@@ -36,6 +36,8 @@ pub struct BrokerConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// Requests a connection may have in flight (answered in order).
     pub connection_requests_inflight_max: usize,
+    /// The longest a fetch long-polls, whatever it asks (`ferrite.fetch.wait.max.ms`).
+    pub fetch_wait_ms_max: u64,
 }
 
 impl Default for BrokerConfig {
@@ -60,6 +62,7 @@ impl Default for BrokerConfig {
             shards: 0,
             metrics_listen: None,
             connection_requests_inflight_max: 32,
+            fetch_wait_ms_max: 30_000,
         }
     }
 }
@@ -194,6 +197,7 @@ impl BrokerConfig {
                 }
                 "log.recovery.repair" => self.recovery_repair = boolean(k, v)?,
                 "ferrite.shards" => self.shards = num(k, v)?,
+                "ferrite.fetch.wait.max.ms" => self.fetch_wait_ms_max = num(k, v)?,
                 "ferrite.metrics.listen" => {
                     self.metrics_listen = Some(v.parse().map_err(|_| invalid(k, v, "expected host:port"))?)
                 }

@@ -149,6 +149,11 @@ impl Server {
         Ok(Server { runtime })
     }
 
+    /// Every shard's inbox (tests and fuzzing drive handlers through it).
+    pub fn handle(&self) -> ferrite_engine::shard::ShardHandle<BrokerShard> {
+        self.runtime.handle()
+    }
+
     /// Stops accepting, lets connections answer what they have, flushes and
     /// closes every log cleanly.
     pub fn stop(self) {

@@ -8,6 +8,11 @@
 use crate::error::{ControllerError, Result};
 use crate::metadata::BrokerId;
 
+/// Most partitions one topic may have. Kafka sets no limit; an unbounded
+/// count from a request would let one CreateTopics create millions of
+/// directories.
+pub const TOPIC_PARTITIONS_MAX: i32 = 10_000;
+
 /// Assigns `count` partitions numbered from `first_partition`, each with
 /// `replication_factor` replicas, over `brokers`.
 pub fn assign(
@@ -36,6 +41,13 @@ pub fn assign(
             topic: topic.to_string(),
             count: i64::from(count),
             reason: "must be positive",
+        });
+    }
+    if i64::from(first_partition) + i64::from(count) > i64::from(TOPIC_PARTITIONS_MAX) {
+        return Err(ControllerError::InvalidPartitions {
+            topic: topic.to_string(),
+            count: i64::from(first_partition) + i64::from(count),
+            reason: "more than 10000 partitions",
         });
     }
     let start = start % n;
@@ -87,6 +99,8 @@ mod tests {
             Err(ControllerError::InvalidReplicationFactor { live: 2, .. })
         ));
         assert!(assign("t", &ids(2), 0, 0, 1, 0, 0).is_err());
+        assert!(assign("t", &ids(2), 0, TOPIC_PARTITIONS_MAX + 1, 1, 0, 0).is_err());
+        assert!(assign("t", &ids(2), 9_999, 2, 1, 0, 0).is_err());
     }
 
     proptest! {

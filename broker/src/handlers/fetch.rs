@@ -21,8 +21,6 @@ use crate::shard::BrokerShard;
 
 /// How often a long-polling fetch looks again.
 const FETCH_POLL_MS: u64 = 10;
-/// The longest a fetch waits, whatever it asks.
-const FETCH_WAIT_MS_MAX: i32 = 30_000;
 
 struct PartRead {
     error: ErrorCode,
@@ -158,7 +156,7 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
 }
 
 pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
-    let wait = Duration::from_millis(f.max_wait_ms.clamp(0, FETCH_WAIT_MS_MAX) as u64);
+    let wait = Duration::from_millis((f.max_wait_ms.max(0) as u64).min(shard.config.fetch_wait_ms_max));
     let deadline = Instant::now() + wait;
     loop {
         let (topics, bytes, any_error) = fetch_once(shard, &f).await;
