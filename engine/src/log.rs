@@ -305,8 +305,7 @@ impl PartitionLog {
         if let Err(e) = old.seal().await {
             return Err(self.poison_with(e));
         }
-        let size_max = self.config.borrow().segment_bytes;
-        let new = match Segment::create(&self.dir, base, self.mode, size_max).await {
+        let new = match Segment::create(&self.dir, base, self.mode).await {
             Ok(s) => s,
             Err(e) => return Err(self.poison_with(e)),
         };

@@ -113,11 +113,9 @@ impl PartitionLog {
                 s.delete_files().await?;
                 report.segments_deleted += 1;
             }
-            segments.push_back(Rc::new(
-                Segment::create(&dir, log_start, params.mode, params.config.segment_bytes).await?,
-            ));
+            segments.push_back(Rc::new(Segment::create(&dir, log_start, params.mode).await?));
         }
-        activate_last(&segments, params.mode, params.config.segment_bytes).await?;
+        activate_last(&segments, params.mode).await?;
         for s in segments.iter() {
             if s.needs_sync() {
                 s.sync_all().await?;
@@ -328,11 +326,10 @@ async fn delete_segment(dir: &Path, base: Offset) -> Result<()> {
 }
 
 /// Gives the last segment an appender.
-async fn activate_last(segments: &VecDeque<Rc<Segment>>, mode: WriteMode, size_max: u64) -> Result<()> {
+async fn activate_last(segments: &VecDeque<Rc<Segment>>, mode: WriteMode) -> Result<()> {
     let last = segments.back().unwrap_or_else(|| unreachable!());
     if last.appender().is_none() {
-        let appender =
-            SegmentAppender::open(&last.paths().log, mode, last.size(), last.next_offset(), size_max).await?;
+        let appender = SegmentAppender::open(&last.paths().log, mode, last.size(), last.next_offset()).await?;
         last.set_appender(appender);
     }
     Ok(())

@@ -153,8 +153,7 @@ pub struct Segment {
 
 impl Segment {
     /// Creates a new, empty, active segment.
-    /// `size_max` is the log's `segment.bytes`.
-    pub async fn create(dir: &Path, base: Offset, mode: WriteMode, size_max: u64) -> Result<Segment> {
+    pub async fn create(dir: &Path, base: Offset, mode: WriteMode) -> Result<Segment> {
         let paths = SegmentPaths::new(dir, base);
         for p in [&paths.log, &paths.index, &paths.time_index] {
             if p.exists() {
@@ -164,7 +163,7 @@ impl Segment {
                 });
             }
         }
-        let appender = SegmentAppender::open(&paths.log, mode, 0, base, size_max).await?;
+        let appender = SegmentAppender::open(&paths.log, mode, 0, base).await?;
         // Empty index files from the start: a segment whose index file is
         // missing later is known to need a rebuild.
         for p in [&paths.index, &paths.time_index] {

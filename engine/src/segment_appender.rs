@@ -71,15 +71,6 @@ impl WriteMode {
     }
 }
 
-/// Direct mode extends the file ahead of the writes by this much
-/// (`fallocate`), so that writes land inside the file: on ext4 an O_DIRECT
-/// write that extends the file takes the inode lock exclusively and is
-/// handed to a kernel worker, while one inside it is issued at once and may
-/// run beside others (measured: +15-40% throughput). The zeros past the
-/// logical end are cut at seal and close, and read as a torn tail by
-/// recovery.
-pub const PREALLOCATE_BYTES: u64 = 32 << 20;
-
 /// Largest single group; a longer backlog is written as several.
 pub const WRITE_BYTES_MAX: usize = 4 << 20;
 /// While a group is in flight, the next is submitted only once this much
@@ -123,11 +114,6 @@ struct State {
     tail: Vec<u8>,
     /// Set when a write failed; every later call fails with it.
     failed: Option<String>,
-    /// Direct mode: the file's size as extended by preallocation, and the
-    /// most it may be extended to.
-    allocated_end: u64,
-    preallocate_max: u64,
-    allocating: bool,
 }
 
 /// What one group writes.
@@ -161,9 +147,8 @@ pub struct SegmentAppender {
 impl SegmentAppender {
     /// Opens `path` for appending at logical size `size` (the bytes already
     /// there and valid; anything after is overwritten), where the log's next
-    /// offset is `next`. `size_max` (the segment's `segment.bytes`) caps
-    /// preallocation.
-    pub async fn open(path: &Path, mode: WriteMode, size: u64, next: Offset, size_max: u64) -> Result<SegmentAppender> {
+    /// offset is `next`.
+    pub async fn open(path: &Path, mode: WriteMode, size: u64, next: Offset) -> Result<SegmentAppender> {
         let mut opts = OpenOptions::new();
         opts.read(true).write(true).create(true);
         let (file, tail) = match mode {
@@ -194,8 +179,6 @@ impl SegmentAppender {
                 written_end: size,
                 written_next: next,
                 tail,
-                allocated_end: size,
-                preallocate_max: size_max,
                 ..State::default()
             }),
             progress: Notify::new(),
@@ -324,10 +307,7 @@ impl SegmentAppender {
                 Some((pos, Body::Buffered(bytes))) => crate::index::write_all(file, &self.path, bytes, *pos).await,
                 _ => Ok(()),
             },
-            WriteFile::Direct { file, .. } => {
-                self.preallocate(file, end).await;
-                self.write_direct(file, start, plan.head, plan.body).await
-            }
+            WriteFile::Direct { file, .. } => self.write_direct(file, start, plan.head, plan.body).await,
         };
         let mut s = self.state.borrow_mut();
         match result {
@@ -393,27 +373,6 @@ impl SegmentAppender {
                 }
             }
             WriteFile::Direct { file, alignment } => plan_direct(file, &mut s.tail, start, &data, *alignment),
-        }
-    }
-
-    /// Extends the file past `end` if it is not already (best effort: a
-    /// failed fallocate only means slower, extending writes).
-    async fn preallocate(&self, file: &DmaFile, end: u64) {
-        let target = {
-            let mut s = self.state.borrow_mut();
-            let step = PREALLOCATE_BYTES.min(s.preallocate_max);
-            if s.allocating || s.allocated_end >= s.preallocate_max || end + step / 2 <= s.allocated_end {
-                return;
-            }
-            s.allocating = true;
-            ((end + step).div_ceil(step) * step).min(s.preallocate_max)
-        };
-        let result = file.pre_allocate(target, false).await;
-        let mut s = self.state.borrow_mut();
-        s.allocating = false;
-        match result {
-            Ok(()) => s.allocated_end = s.allocated_end.max(target),
-            Err(e) => tracing::debug!(path = %self.path.display(), error = %e, "preallocation failed"),
         }
     }
 

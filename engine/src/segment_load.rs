@@ -128,9 +128,9 @@ pub async fn scan_segment(base: Offset, paths: &SegmentPaths, reader: &SegmentFi
                 if !refused {
                     return Err(EngineError::io("read segment for scanning", &paths.log, e));
                 }
-                // glommio chose a polled ring for this file, and polled
-                // reads of preallocated (unwritten) extents are refused:
-                // read the rest through the page cache.
+                // glommio chose a polled ring for this file on a device
+                // without poll queues (see `sys::prime_dma_probe`): read the
+                // rest through the page cache.
                 scan_buffered(reader, pos, file_size, &mut scanner, &mut meta, base, interval).await?;
                 break;
             }

@@ -42,8 +42,7 @@ impl PartitionLog {
         for s in &removed {
             s.delete_files().await?;
         }
-        let size_max = self.config.borrow().segment_bytes;
-        let fresh = Segment::create(&self.dir, offset, self.mode, size_max).await?;
+        let fresh = Segment::create(&self.dir, offset, self.mode).await?;
         self.segments.borrow_mut().push_back(Rc::new(fresh));
         self.cache.borrow_mut().clear();
         self.offsets.borrow_mut().reset(offset);
@@ -79,15 +78,7 @@ impl PartitionLog {
         let appender = match segment.appender() {
             Some(a) => a,
             None => {
-                let size_max = self.config.borrow().segment_bytes;
-                let a = SegmentAppender::open(
-                    &segment.paths().log,
-                    self.mode,
-                    seg_end,
-                    segment.next_offset(),
-                    size_max,
-                )
-                .await?;
+                let a = SegmentAppender::open(&segment.paths().log, self.mode, seg_end, segment.next_offset()).await?;
                 segment.set_appender(a);
                 segment.appender().unwrap_or_else(|| unreachable!())
             }
