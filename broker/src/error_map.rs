@@ -22,7 +22,8 @@ pub fn engine(e: &EngineError) -> ErrorCode {
         EngineError::Poisoned { .. }
         | EngineError::Io { .. }
         | EngineError::CorruptBelowRecoveryPoint { .. }
-        | EngineError::BadFile { .. } => ErrorCode::KafkaStorageError,
+        | EngineError::BadFile { .. }
+        | EngineError::PartitionOffline { .. } => ErrorCode::KafkaStorageError,
         EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         EngineError::PartitionExists { .. } | EngineError::ShardGone { .. } => ErrorCode::UnknownServerError,
     }

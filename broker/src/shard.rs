@@ -138,14 +138,26 @@ impl BrokerShard {
                 if self.owner(&tp) != self.id || !p.replicas.contains(&me) {
                     continue;
                 }
-                let log = self.logs.get_or_create(&tp, config.clone()).await?;
+                wanted.insert(tp.clone());
+                let log = match self.logs.get_or_create(&tp, config.clone()).await {
+                    Ok(log) => log,
+                    Err(e) => {
+                        tracing::error!(tp = %tp, error = %e, "partition not served");
+                        continue;
+                    }
+                };
                 if log.config() != config {
                     log.set_config(config.clone());
                 }
-                wanted.insert(tp);
             }
         }
-        for tp in self.logs.partitions() {
+        let known: Vec<TopicPartition> = self
+            .logs
+            .partitions()
+            .into_iter()
+            .chain(self.logs.offline().into_iter().map(|(tp, _)| tp))
+            .collect();
+        for tp in known {
             if wanted.contains(&tp) {
                 continue;
             }

@@ -98,6 +98,11 @@ pub enum EngineError {
     #[error("partition {tp} already exists")]
     PartitionExists { tp: TopicPartition },
 
+    /// The partition could not be opened (see the log for why); it is not
+    /// served until the operator deals with it and the broker restarts.
+    #[error("partition {tp} is offline: {reason}")]
+    PartitionOffline { tp: TopicPartition, reason: String },
+
     #[error("partition {tp} is not on this shard")]
     UnknownPartition { tp: TopicPartition },
 

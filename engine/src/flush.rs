@@ -11,15 +11,22 @@
 //! fdatasync the kernel may have dropped the dirty pages and a second call
 //! would report success for data that is gone.
 
+use std::rc::Rc;
+
 use crate::checkpoint::{self, RecoveryPoint, Shutdown};
 use crate::error::Result;
-use crate::log::PartitionLog;
+use crate::log::{detached, PartitionLog};
 use crate::types::Offset;
 
 impl PartitionLog {
     /// Makes every batch appended before this call durable; returns the
-    /// durable offset.
-    pub async fn flush(&self) -> Result<Offset> {
+    /// durable offset. Runs as its own task (see `append`).
+    pub async fn flush(self: &Rc<Self>) -> Result<Offset> {
+        let this = self.clone();
+        detached(async move { this.flush_inner().await }).await
+    }
+
+    pub(crate) async fn flush_inner(&self) -> Result<Offset> {
         self.check_usable()?;
         let target = self.log_end_offset();
         if self.durable_offset() >= target {
@@ -95,14 +102,14 @@ impl PartitionLog {
     pub(crate) async fn flush_if_policy_says(&self) -> Result<()> {
         let flush_messages = self.config.borrow().flush_messages;
         if self.unflushed_records() >= flush_messages {
-            self.flush().await?;
+            self.flush_inner().await?;
         }
         Ok(())
     }
 
     /// Flushes when the last flush is `flush.ms` old and records wait
     /// (called by the log manager's periodic task).
-    pub async fn flush_if_due(&self) -> Result<bool> {
+    pub async fn flush_if_due(self: &Rc<Self>) -> Result<bool> {
         let flush_ms = self.config.borrow().flush_ms;
         let since = self.clock.now_ms().0 - self.flush_state.borrow().last_flush.0;
         if self.unflushed_records() > 0 && since >= flush_ms {
@@ -113,14 +120,26 @@ impl PartitionLog {
     }
 
     /// Flushes, persists the active segment's indexes, and writes the
-    /// checkpoint marked clean. The log refuses further use.
-    pub async fn close(&self) -> Result<()> {
+    /// checkpoint marked clean. The log refuses further use. Runs as its own
+    /// task (see `append`).
+    pub async fn close(self: &Rc<Self>) -> Result<()> {
+        let this = self.clone();
+        detached(async move { this.close_inner().await }).await
+    }
+
+    async fn close_inner(&self) -> Result<()> {
         if self.closed.get() {
             return Ok(());
         }
         let _append = self.lock(&self.append_lock, "wait for append lock").await?;
         self.drain_reserved().await?;
-        self.flush().await?;
+        self.flush_inner().await?;
+        // The flush may have found nothing new to sync; sealed segments
+        // must be on the device all the same before the log is marked clean.
+        let sealed: Vec<_> = self.segments.borrow().iter().rev().skip(1).cloned().collect();
+        for s in sealed.iter().filter(|s| s.needs_sync()) {
+            s.sync_all().await.map_err(|e| self.poison_with(e))?;
+        }
         let active = self.active();
         if let Some(a) = active.appender() {
             // Direct mode leaves the last block zero-padded; cut it.

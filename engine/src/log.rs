@@ -59,6 +59,15 @@ pub struct AppendInfo {
     pub bytes: usize,
 }
 
+/// Runs `fut` as a detached task and waits for it. Dropping the returned
+/// future does not cancel the work.
+pub(crate) async fn detached<T: 'static>(fut: impl std::future::Future<Output = Result<T>> + 'static) -> Result<T> {
+    match glommio::spawn_local(fut).detach().await {
+        Some(r) => r,
+        None => Err(EngineError::ShardGone { shard: usize::MAX }),
+    }
+}
+
 /// Why the log refuses to go on.
 #[derive(Clone, Debug)]
 pub(crate) struct Poison {
@@ -200,7 +209,16 @@ impl PartitionLog {
     /// Appends a record set (one or more batches). All batches are validated
     /// first; if any is refused nothing is written. Returns once the bytes are
     /// in the kernel, and, when the flush policy asks, on the device.
-    pub async fn append(&self, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
+    ///
+    /// The append runs as its own task: a caller that goes away (a dropped
+    /// future, a closed connection) cannot stop it half-way through a roll
+    /// or a group write and leave the log stuck.
+    pub async fn append(self: &Rc<Self>, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
+        let this = self.clone();
+        detached(async move { this.append_inner(records, mode).await }).await
+    }
+
+    async fn append_inner(&self, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
         self.check_usable()?;
         let batches = self.validate_record_set(&records, mode)?;
         let permit = self.lock(&self.append_lock, "wait for append lock").await?;
@@ -278,11 +296,6 @@ impl PartitionLog {
 
     fn should_roll(&self, bytes: u64, batches: &[(usize, BatchInfo)], base: Offset, mode: AppendMode) -> bool {
         let active = self.active();
-        if active.is_empty() {
-            return false;
-        }
-        let config = self.config.borrow();
-        let meta = active.meta();
         let last = match mode {
             AppendMode::Leader { .. } => {
                 let span: i64 = batches.iter().map(|(_, b)| i64::from(b.last_offset_delta) + 1).sum();
@@ -290,12 +303,19 @@ impl PartitionLog {
             }
             AppendMode::Replica => batches[batches.len() - 1].1.last_offset(),
         };
+        // Relative offsets are u32: a replicated batch far above an empty
+        // segment's base still needs a segment of its own.
+        let offsets_overflow = last.0 - active.base().0 > i64::from(u32::MAX);
+        if active.is_empty() {
+            return offsets_overflow;
+        }
+        let config = self.config.borrow();
+        let meta = active.meta();
         let too_big = meta.size + bytes > config.segment_bytes;
         let too_old = meta
             .first_append
             .is_some_and(|t| self.clock.now_ms().0 - t.0 >= config.segment_ms);
         let index_full = meta.index_bytes() + 8 > config.segment_index_bytes;
-        let offsets_overflow = last.0 - active.base().0 > i64::from(u32::MAX);
         too_big || too_old || index_full || offsets_overflow
     }
 
@@ -400,8 +420,18 @@ impl PartitionLog {
     /// point.
     pub async fn write_checkpoint(&self, shutdown: Shutdown) -> Result<()> {
         let _permit = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
+        self.store_checkpoint(shutdown).await
+    }
+
+    /// Writes the checkpoint; the caller holds `checkpoint_lock`.
+    pub(crate) async fn store_checkpoint(&self, shutdown: Shutdown) -> Result<()> {
+        self.store_checkpoint_with_start(shutdown, self.log_start_offset())
+            .await
+    }
+
+    pub(crate) async fn store_checkpoint_with_start(&self, shutdown: Shutdown, log_start: Offset) -> Result<()> {
         let cp = Checkpoint {
-            log_start: self.log_start_offset(),
+            log_start,
             recovery: self.recovery_point.get(),
             shutdown,
         };

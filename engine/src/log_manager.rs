@@ -69,6 +69,9 @@ pub struct LogManager {
     shard_count: usize,
     clock: Rc<dyn Clock>,
     logs: RefCell<BTreeMap<TopicPartition, Rc<PartitionLog>>>,
+    /// Partitions that failed to open, and why. They stay offline: nothing
+    /// is created over their files.
+    offline: RefCell<BTreeMap<TopicPartition, String>>,
     stopping: Cell<bool>,
     tasks: RefCell<Vec<glommio::task::JoinHandle<()>>>,
 }
@@ -91,6 +94,7 @@ impl LogManager {
             shard_count,
             clock,
             logs: RefCell::new(BTreeMap::new()),
+            offline: RefCell::new(BTreeMap::new()),
             stopping: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
         });
@@ -98,8 +102,16 @@ impl LogManager {
             if shard_for(&tp, shard_count) != shard {
                 continue;
             }
-            let log = PartitionLog::open(manager.params(&tp, config_for(&tp))).await?;
-            manager.logs.borrow_mut().insert(tp, log);
+            // One damaged partition must not keep the others offline.
+            match PartitionLog::open(manager.params(&tp, config_for(&tp))).await {
+                Ok(log) => {
+                    manager.logs.borrow_mut().insert(tp, log);
+                }
+                Err(e) => {
+                    tracing::error!(tp = %tp, error = %e, "partition offline: it failed to open");
+                    manager.offline.borrow_mut().insert(tp, e.to_string());
+                }
+            }
         }
         Ok(manager)
     }
@@ -159,9 +171,24 @@ impl LogManager {
         Ok(())
     }
 
+    /// Partitions that failed to open.
+    pub fn offline(&self) -> Vec<(TopicPartition, String)> {
+        self.offline
+            .borrow()
+            .iter()
+            .map(|(t, r)| (t.clone(), r.clone()))
+            .collect()
+    }
+
     /// Creates a new, empty log.
     pub async fn create(&self, tp: &TopicPartition, config: LogConfig) -> Result<Rc<PartitionLog>> {
         self.check_owned(tp)?;
+        if let Some(reason) = self.offline.borrow().get(tp) {
+            return Err(EngineError::PartitionOffline {
+                tp: tp.clone(),
+                reason: reason.clone(),
+            });
+        }
         if self.logs.borrow().contains_key(tp) {
             return Err(EngineError::PartitionExists { tp: tp.clone() });
         }
@@ -181,6 +208,11 @@ impl LogManager {
 
     /// Removes a partition: forgets its log and deletes its directory.
     pub async fn delete(&self, tp: &TopicPartition) -> Result<bool> {
+        if self.offline.borrow_mut().remove(tp).is_some() {
+            let dir = self.partition_dir(tp);
+            std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io("delete partition directory", &dir, e))?;
+            return Ok(true);
+        }
         let Some(log) = self.logs.borrow_mut().remove(tp) else {
             return Ok(false);
         };

@@ -298,6 +298,7 @@ impl PartitionLog {
     /// that holds it (ListOffsets' max-timestamp query, at batch precision).
     pub fn max_timestamp(&self) -> Option<TimestampHit> {
         let log_start = self.log_start_offset();
+        let end = self.log_end_offset();
         self.segments
             .borrow()
             .iter()
@@ -309,7 +310,7 @@ impl PartitionLog {
                     timestamp: m.largest_timestamp,
                 }
             })
-            .filter(|h| h.timestamp.0 >= 0)
+            .filter(|h| h.timestamp.0 >= 0 && h.offset < end)
             .max_by_key(|h| (h.timestamp, std::cmp::Reverse(h.offset)))
     }
 

@@ -195,10 +195,15 @@ fn remove_file(path: &Path) -> Result<()> {
 }
 
 /// A segment at or below the recovery point must exist: it was fsynced,
-/// directory entry included. (One below the first segment was removed by
-/// retention after the checkpoint was written, which is fine.)
+/// directory entry included. Exceptions: one below the first segment was
+/// removed by retention after the checkpoint was written, and a recovery
+/// point at position 0 claims no bytes of its segment (a truncation that
+/// restarts the log writes one before creating that segment).
 fn check_recovery_segment_present(dir: &Path, bases: &[Offset], cp: &Checkpoint, repair: Repair) -> Result<()> {
     let rp = cp.recovery;
+    if rp.position == 0 {
+        return Ok(());
+    }
     let Some(first) = bases.first() else {
         if rp.position > 0 && repair == Repair::Refuse {
             return Err(EngineError::CorruptBelowRecoveryPoint {

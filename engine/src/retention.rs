@@ -57,6 +57,25 @@ pub fn segments_to_delete(
     by_time.max(by_size)
 }
 
+/// The timestamp a segment's age is judged by: its largest record
+/// timestamp, or — when its batches carry none (-1) — the log file's
+/// modification time, as Kafka does.
+fn age_timestamp(s: &crate::segment::Segment) -> TimestampMs {
+    let ts = s.largest_timestamp();
+    if ts.0 >= 0 {
+        return ts;
+    }
+    let mtime = std::fs::metadata(&s.paths().log)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    match mtime {
+        Some(d) => TimestampMs(d.as_millis() as i64),
+        // Unknown age: never old enough.
+        None => TimestampMs(i64::MAX),
+    }
+}
+
 /// What a retention run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetentionOutcome {
@@ -66,8 +85,14 @@ pub struct RetentionOutcome {
 }
 
 impl PartitionLog {
-    /// Applies `retention.ms` and `retention.bytes` now.
-    pub async fn apply_retention(&self) -> Result<RetentionOutcome> {
+    /// Applies `retention.ms` and `retention.bytes` now. Runs as its own
+    /// task (see `append`).
+    pub async fn apply_retention(self: &std::rc::Rc<Self>) -> Result<RetentionOutcome> {
+        let this = self.clone();
+        crate::log::detached(async move { this.retention_inner().await }).await
+    }
+
+    async fn retention_inner(&self) -> Result<RetentionOutcome> {
         self.check_usable()?;
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
         let (retention_ms, retention_bytes) = {
@@ -81,11 +106,18 @@ impl PartitionLog {
                 .take(segs.len() - 1)
                 .map(|s| SegmentFacts {
                     size: s.size(),
-                    largest_timestamp: s.largest_timestamp(),
+                    largest_timestamp: age_timestamp(s),
                 })
                 .collect();
             let total = segs.iter().map(|s| s.size()).sum();
-            segments_to_delete(&sealed, total, self.clock.now_ms(), retention_ms, retention_bytes)
+            let mut n = segments_to_delete(&sealed, total, self.clock.now_ms(), retention_ms, retention_bytes);
+            // The log start must stay at or below the log end: a segment
+            // rolled ahead of appends still in flight is not deleted past.
+            let end = self.log_end_offset();
+            while n > 0 && segs[n].base() > end {
+                n -= 1;
+            }
+            n
         };
         if doomed == 0 {
             return Ok(RetentionOutcome {

@@ -139,11 +139,25 @@ pub async fn scan_segment(base: Offset, paths: &SegmentPaths, reader: &SegmentFi
         if ahead < file_size && !scanner.is_stopped() {
             next = Some(read(ahead));
         }
-        let valid = chunk.len().min((file_size - pos) as usize);
+        let wanted = SCAN_CHUNK_BYTES.min((file_size - pos) as usize);
+        let valid = chunk.len().min(wanted);
         scanner.feed(&chunk[..valid], &mut |at, info| {
             meta.note_batch(base, info, at, interval)
         });
-        if valid < SCAN_CHUNK_BYTES {
+        if valid < wanted {
+            // A short read before the end of the file: finish through the
+            // page cache rather than take the rest for a torn tail.
+            drop(next.take());
+            scan_buffered(
+                reader,
+                pos + valid as u64,
+                file_size,
+                &mut scanner,
+                &mut meta,
+                base,
+                interval,
+            )
+            .await?;
             break;
         }
         pos = ahead;

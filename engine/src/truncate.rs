@@ -1,6 +1,12 @@
 //! Truncation: removing the end of the log, for a follower whose log has
 //! diverged from its leader's (replication decides the offset).
 //!
+//! Crash safety: the checkpoint with the lowered recovery point is made
+//! durable *before* any file is deleted or cut, and the checkpoint lock is
+//! held throughout, so no checkpoint written meanwhile can claim a durable
+//! point inside data that is about to go. The cut is fdatasync'd before the
+//! truncation returns.
+//!
 //! A batch that straddles the requested offset is removed whole, so the log
 //! may end below it; the new end is returned. Truncating below the log start
 //! empties the log and restarts it at that offset.
@@ -17,11 +23,17 @@ use crate::types::Offset;
 
 impl PartitionLog {
     /// Removes every batch that ends at or after `offset`; returns the new
-    /// log end offset.
-    pub async fn truncate_to(&self, offset: Offset) -> Result<Offset> {
+    /// log end offset. Runs as its own task (see `append`).
+    pub async fn truncate_to(self: &Rc<Self>, offset: Offset) -> Result<Offset> {
+        let this = self.clone();
+        crate::log::detached(async move { this.truncate_inner(offset).await }).await
+    }
+
+    async fn truncate_inner(&self, offset: Offset) -> Result<Offset> {
         self.check_usable()?;
         let _append = self.lock(&self.append_lock, "wait for append lock").await?;
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
+        let _checkpoint = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
         self.drain_reserved().await?;
         if offset >= self.log_end_offset() {
             return Ok(self.log_end_offset());
@@ -32,12 +44,20 @@ impl PartitionLog {
             self.truncate_within(offset).await
         };
         let end = result.map_err(|e| self.poison_with(e))?;
-        self.write_checkpoint(Shutdown::Unclean).await?;
+        self.store_checkpoint(Shutdown::Unclean).await?;
         tracing::info!(tp = %self.tp, requested = %offset, end = %end, "truncated log");
         Ok(end)
     }
 
     async fn truncate_fully(&self, offset: Offset) -> Result<Offset> {
+        // Durable first: the log starts at `offset` and nothing is claimed
+        // on the device past it (position 0 of a segment not yet created).
+        self.recovery_point.set(RecoveryPoint {
+            offset,
+            segment_base: offset,
+            position: 0,
+        });
+        self.store_checkpoint_with_start(Shutdown::Unclean, offset).await?;
         let removed: Vec<_> = self.segments.borrow_mut().drain(..).collect();
         for s in &removed {
             s.delete_files().await?;
@@ -57,6 +77,24 @@ impl PartitionLog {
 
     async fn truncate_within(&self, offset: Offset) -> Result<Offset> {
         let segment = self.segment_for(offset).unwrap_or_else(|| self.active());
+        // Find the cut before touching anything.
+        let reader = segment.reader();
+        let seg_end = segment.readable_end();
+        let (_, index_pos) = segment.index_lookup(offset);
+        let (cut_pos, new_next) = match reader.find_offset(index_pos, offset, seg_end).await? {
+            Some((pos, info)) => (pos, info.base_offset),
+            None => (seg_end, segment.next_offset()),
+        };
+        // Durable first: a recovery point at or below the cut.
+        let rp = self.recovery_point.get();
+        if rp.offset > new_next || rp.segment_base > segment.base() {
+            self.recovery_point.set(RecoveryPoint {
+                offset: new_next,
+                segment_base: segment.base(),
+                position: cut_pos,
+            });
+            self.store_checkpoint(Shutdown::Unclean).await?;
+        }
         let later: Vec<_> = {
             let mut segs = self.segments.borrow_mut();
             let keep = segs.partition_point(|s| s.base() <= segment.base());
@@ -68,13 +106,6 @@ impl PartitionLog {
         if !later.is_empty() {
             self.flush_state.borrow_mut().dir_dirty = true;
         }
-        let reader = segment.reader();
-        let seg_end = segment.readable_end();
-        let (_, index_pos) = segment.index_lookup(offset);
-        let (cut_pos, new_next) = match reader.find_offset(index_pos, offset, seg_end).await? {
-            Some((pos, info)) => (pos, info.base_offset),
-            None => (seg_end, segment.next_offset()),
-        };
         let appender = match segment.appender() {
             Some(a) => a,
             None => {
@@ -84,16 +115,12 @@ impl PartitionLog {
             }
         };
         appender.reset_to(cut_pos, new_next).await?;
+        // The cut itself must be on the device, or the data beyond it
+        // could come back after a crash and be taken for valid.
+        reader.sync().await?;
         self.trim_meta(&segment, cut_pos, new_next).await?;
         self.cache.borrow_mut().truncate(new_next);
         self.offsets.borrow_mut().truncate(new_next);
-        if self.recovery_point.get().offset > new_next {
-            self.recovery_point.set(RecoveryPoint {
-                offset: new_next,
-                segment_base: segment.base(),
-                position: cut_pos,
-            });
-        }
         Ok(new_next)
     }
 
