@@ -25,7 +25,9 @@ pub fn engine(e: &EngineError) -> ErrorCode {
         | EngineError::BadFile { .. }
         | EngineError::PartitionOffline { .. } => ErrorCode::KafkaStorageError,
         EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
-        EngineError::PartitionExists { .. } | EngineError::ShardGone { .. } => ErrorCode::UnknownServerError,
+        // Retriable: the client refreshes its metadata and tries again.
+        EngineError::ShardGone { .. } => ErrorCode::NotLeaderOrFollower,
+        EngineError::PartitionExists { .. } => ErrorCode::UnknownServerError,
     }
 }
 

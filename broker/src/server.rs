@@ -110,6 +110,7 @@ impl Server {
                 pinning: Pinning::PerCpu,
                 inbox_max: 1024,
                 io_memory_bytes: ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT,
+                blocking_threads: ferrite_engine::shard::BLOCKING_THREADS_DEFAULT,
             },
             init,
         )?;
@@ -158,6 +159,28 @@ impl Server {
     /// closes every log cleanly.
     pub fn stop(self) {
         tracing::info!("shutting down");
+        // First every shard stops accepting and lets its connections finish,
+        // while the shards can still reach each other; only then do the
+        // inboxes close and the logs flush and close.
+        let handle = self.runtime.handle();
+        futures_lite::future::block_on(async {
+            for s in 0..handle.shard_count() {
+                let stop = handle.submit(ferrite_engine::ShardId(s), |shard: Rc<BrokerShard>| async move {
+                    shard.begin_stop()
+                });
+                if let Err(e) = stop.await {
+                    tracing::warn!(error = %e, "stopping a shard");
+                }
+            }
+            for s in 0..handle.shard_count() {
+                let drain = handle.submit(ferrite_engine::ShardId(s), |shard: Rc<BrokerShard>| async move {
+                    shard.drain_connections(std::time::Duration::from_secs(10)).await
+                });
+                if let Err(e) = drain.await {
+                    tracing::warn!(error = %e, "draining a shard");
+                }
+            }
+        });
         self.runtime.stop();
         tracing::info!("stopped");
     }

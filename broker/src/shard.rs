@@ -77,6 +77,8 @@ pub struct BrokerShard {
     pub stop_signal: Notify,
     connections: Cell<usize>,
     connections_changed: Notify,
+    /// One metadata installation at a time on this shard.
+    install_lock: glommio::sync::Semaphore,
 }
 
 impl BrokerShard {
@@ -99,6 +101,7 @@ impl BrokerShard {
             stop_signal: Notify::new(),
             connections: Cell::new(0),
             connections_changed: Notify::new(),
+            install_lock: glommio::sync::Semaphore::new(1),
         }
     }
 
@@ -128,6 +131,15 @@ impl BrokerShard {
     /// start (a lost metadata file must not delete data) — deletes the logs
     /// whose partition is gone.
     pub async fn apply_metadata(&self, meta: Arc<ClusterMeta>, stale: Stale) -> Result<(), EngineError> {
+        let _one_at_a_time = self.install_lock.acquire_permit(1).await.map_err(|e| EngineError::Io {
+            op: "wait for metadata install",
+            path: "metadata".into(),
+            source: e.into(),
+        })?;
+        if stale == Stale::Delete && meta.version < self.meta.borrow().version {
+            // A newer snapshot (which includes this change) is installed.
+            return Ok(());
+        }
         *self.meta.borrow_mut() = meta.clone();
         let me = self.broker_id();
         let mut wanted = std::collections::BTreeSet::new();

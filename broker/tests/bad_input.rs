@@ -196,3 +196,63 @@ fn refused_produces_get_kafka_errors_and_append_nothing() {
     assert_eq!(latest(&mut c, "t"), end, "nothing was appended");
     still_serves(&b);
 }
+
+#[test]
+fn a_failed_acks_0_produce_closes_the_connection() {
+    let b = Broker::start(&["auto.create.topics.enable=false"]);
+    let mut c = Client::connect(b.addr());
+    // acks=0 gets no answer, so a refusal is signalled by closing.
+    let f = c.frame(&produce("missing", 0, batch(&[b"x"])), 9);
+    c.send_raw(&f).unwrap();
+    assert!(c.is_closed(), "connection left open after a refused acks=0 produce");
+    still_serves(&b);
+}
+
+#[test]
+fn a_client_that_stops_reading_does_not_stall_other_fetches() {
+    let mut b = Broker::start(&[]);
+    let mut c = Client::connect(b.addr());
+    create(&mut c, "big", &[]);
+    let value = vec![9u8; 900];
+    for _ in 0..400 {
+        let values: Vec<&[u8]> = (0..32).map(|_| &value[..]).collect();
+        assert_eq!(produce_error(&mut c, "big", 1, batch(&values)), 0);
+    }
+    // Restart so that fetches are served from the files (sendfile).
+    b.stop();
+    b.spawn();
+    let fetch = |max: i32| {
+        km::FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_max_bytes(max)
+            .with_topics(vec![km::fetch_request::FetchTopic::default()
+                .with_topic(topic("big"))
+                .with_partitions(vec![
+                    km::fetch_request::FetchPartition::default().with_partition_max_bytes(max)
+                ])])
+    };
+    // Several stuck clients, so that every shard has one.
+    let mut stuck = Vec::new();
+    for _ in 0..6 {
+        let mut s = Client::connect(b.addr());
+        s.send(&fetch(50 << 20), 12);
+        stuck.push(s);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for _ in 0..6 {
+        let mut other = Client::connect(b.addr());
+        let start = std::time::Instant::now();
+        let r = other.call(&fetch(1 << 20), 12);
+        assert_eq!(r.responses[0].partitions[0].error_code, 0);
+        assert!(r.responses[0].partitions[0]
+            .records
+            .as_ref()
+            .is_some_and(|x| !x.is_empty()));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "a fetch waited {:?}",
+            start.elapsed()
+        );
+    }
+    drop(stuck);
+}

@@ -56,6 +56,7 @@ impl EmbeddedStore {
                 meta
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => ClusterMeta {
+                version: 0,
                 cluster_id: new_cluster_id()?,
                 controller: broker.id,
                 brokers: vec![broker],
@@ -63,7 +64,7 @@ impl EmbeddedStore {
             },
             Err(e) => return Err(io("open metadata", &path, e)),
         };
-        let store = EmbeddedStore { path, meta };
+        let mut store = EmbeddedStore { path, meta };
         store.save()?;
         Ok(store)
     }
@@ -182,7 +183,8 @@ impl EmbeddedStore {
         Ok(t)
     }
 
-    fn save(&self) -> Result<()> {
+    fn save(&mut self) -> Result<()> {
+        self.meta.version += 1;
         let data = serde_json::to_vec_pretty(&self.meta).map_err(|e| ControllerError::BadFile {
             path: self.path.clone(),
             reason: e.to_string(),

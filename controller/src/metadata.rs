@@ -40,10 +40,22 @@ pub struct TopicMeta {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterMeta {
+    /// Bumped by every change, so that shards receiving snapshots out of
+    /// order keep the newest.
+    #[serde(default)]
+    pub version: u64,
     pub cluster_id: String,
     pub controller: BrokerId,
     pub brokers: Vec<BrokerMeta>,
     pub topics: BTreeMap<String, TopicMeta>,
+}
+
+impl TopicMeta {
+    /// Partition `p` (partitions are numbered densely from 0 and kept in order).
+    pub fn partition(&self, p: i32) -> Option<&PartitionMeta> {
+        let found = usize::try_from(p).ok().and_then(|i| self.partitions.get(i));
+        found.filter(|x| x.partition == p)
+    }
 }
 
 impl ClusterMeta {

@@ -50,7 +50,20 @@ pub fn validate_key(key: &str) -> Result<()> {
     }
 }
 
+/// Longest config value accepted.
+pub const VALUE_BYTES_MAX: usize = 1024;
+
 pub fn validate(key: &str, value: &str) -> Result<()> {
+    if value.len() > VALUE_BYTES_MAX {
+        return Err(invalid(
+            key,
+            &value[..64.min(value.len())],
+            "value longer than 1024 bytes",
+        ));
+    }
+    if value != value.trim() {
+        return Err(invalid(key, value, "leading or trailing white space"));
+    }
     if log_config::KEYS.contains(&key) {
         return LogConfig::default()
             .set(key, value)

@@ -145,7 +145,7 @@ pub fn decode_records(body: &[u8], count: i32) -> Result<Vec<Record<'_>>, BatchE
     let mut cur = Cursor::new(body);
     let count = usize::try_from(count).map_err(|_| invalid("negative record count"))?;
     // Each record takes at least 7 bytes; never reserve more than that allows.
-    let mut out = Vec::with_capacity(count.min(body.len() / 7));
+    let mut out = Vec::with_capacity(count.min(body.len() / 7).min(1024));
     for _ in 0..count {
         let len = cur.varint()?;
         let len = usize::try_from(len).map_err(|_| invalid("negative record length"))?;
@@ -160,7 +160,7 @@ pub fn decode_records(body: &[u8], count: i32) -> Result<Vec<Record<'_>>, BatchE
         if header_count > rec.remaining() / 2 {
             return Err(invalid("header count exceeds the record's bytes"));
         }
-        let mut headers = Vec::with_capacity(header_count);
+        let mut headers = Vec::with_capacity(header_count.min(64));
         for _ in 0..header_count {
             let k = rec.nullable_bytes()?.ok_or(invalid("null header key"))?;
             let v = rec.nullable_bytes()?;

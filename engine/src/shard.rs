@@ -44,6 +44,9 @@ pub struct RuntimeConfig {
     pub inbox_max: usize,
     /// Bytes of registered (pinned) memory per shard for O_DIRECT buffers.
     pub io_memory_bytes: usize,
+    /// Threads in each shard's blocking pool (glommio runs `sendfile`,
+    /// and some file operations, there).
+    pub blocking_threads: usize,
 }
 
 /// Enough registered memory for [`crate::segment_appender`]'s groups in
@@ -53,6 +56,10 @@ pub struct RuntimeConfig {
 /// non-root users need `ulimit -l` at least this times the shard count.
 pub const IO_MEMORY_BYTES_DEFAULT: usize = 32 << 20;
 
+/// glommio gives each executor one blocking thread; a slow consumer's
+/// sendfile would then delay every other file-served fetch of the shard.
+pub const BLOCKING_THREADS_DEFAULT: usize = 4;
+
 impl RuntimeConfig {
     /// One shard per online CPU, pinned.
     pub fn per_cpu() -> RuntimeConfig {
@@ -61,6 +68,7 @@ impl RuntimeConfig {
             pinning: Pinning::PerCpu,
             inbox_max: 1024,
             io_memory_bytes: IO_MEMORY_BYTES_DEFAULT,
+            blocking_threads: BLOCKING_THREADS_DEFAULT,
         }
     }
 }
@@ -160,6 +168,7 @@ impl<S: ShardService> ShardRuntime<S> {
             let thread = LocalExecutorBuilder::new(placement)
                 .name(&format!("shard-{i}"))
                 .io_memory(config.io_memory_bytes)
+                .blocking_thread_pool_placement(glommio::PoolPlacement::Unbound(config.blocking_threads.max(1)))
                 .spawn(move || run_shard(ShardId(i), init, handle, inbox, ready))
                 .map_err(|e| EngineError::io("start shard executor", format!("shard-{i}"), e))?;
             threads.push(thread);
@@ -245,6 +254,7 @@ mod tests {
             pinning: Pinning::Unpinned,
             inbox_max: 4,
             io_memory_bytes: 1 << 20,
+            blocking_threads: 1,
         };
         let rt = ShardRuntime::start(config, init).expect("start");
         let h = rt.handle();

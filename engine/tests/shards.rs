@@ -33,6 +33,7 @@ fn start(dir: std::path::PathBuf) -> ShardRuntime<LogManager> {
         pinning: Pinning::Unpinned,
         inbox_max: 16,
         io_memory_bytes: 4 << 20,
+        blocking_threads: 1,
     };
     ShardRuntime::start(config, init).expect("runtime")
 }

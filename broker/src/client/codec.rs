@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use crate::protocol::wire::{Reader, WireResult, Writer};
+use crate::protocol::wire::{capacity, Reader, WireResult, Writer};
 
 pub const METADATA_V: i16 = 4;
 pub const PRODUCE_V: i16 = 7;
@@ -96,7 +96,7 @@ fn i32_array(r: &mut Reader) -> WireResult<Vec<i32>> {
 pub fn decode_metadata(r: &mut Reader) -> WireResult<MetadataInfo> {
     r.i32("throttle_time_ms")?;
     let nb = r.array_len_required(false, 10, "brokers")?;
-    let mut brokers = Vec::with_capacity(nb);
+    let mut brokers = Vec::with_capacity(capacity(nb));
     for _ in 0..nb {
         let id = r.i32("node_id")?;
         let host = r.string(false, "host")?;
@@ -107,13 +107,13 @@ pub fn decode_metadata(r: &mut Reader) -> WireResult<MetadataInfo> {
     r.nullable_string(false, "cluster_id")?;
     let controller = r.i32("controller_id")?;
     let nt = r.array_len_required(false, 7, "topics")?;
-    let mut topics = Vec::with_capacity(nt);
+    let mut topics = Vec::with_capacity(capacity(nt));
     for _ in 0..nt {
         let error = r.i16("error")?;
         let name = r.string(false, "name")?;
         r.bool("is_internal")?;
         let np = r.array_len_required(false, 18, "partitions")?;
-        let mut partitions = Vec::with_capacity(np);
+        let mut partitions = Vec::with_capacity(capacity(np));
         for _ in 0..np {
             let error = r.i16("error")?;
             let partition = r.i32("partition")?;
@@ -346,7 +346,7 @@ pub fn decode_describe_configs(r: &mut Reader) -> WireResult<DescribedConfigs> {
         r.i8("resource_type")?;
         r.string(false, "resource_name")?;
         let nc = r.array_len_required(false, 9, "configs")?;
-        let mut configs = Vec::with_capacity(nc);
+        let mut configs = Vec::with_capacity(capacity(nc));
         for _ in 0..nc {
             let name = r.string(false, "name")?;
             let value = r.nullable_string(false, "value")?;

@@ -21,6 +21,9 @@ use crate::shard::BrokerShard;
 
 /// How often a long-polling fetch looks again.
 const FETCH_POLL_MS: u64 = 10;
+/// Largest fetch response, whatever the request asks (Kafka's broker
+/// `fetch.max.bytes` default).
+pub const FETCH_RESPONSE_BYTES_MAX: u64 = 55 << 20;
 
 struct PartRead {
     error: ErrorCode,
@@ -106,11 +109,12 @@ async fn read_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, offset: i64,
 }
 
 async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopicResponse>, u64, bool) {
-    let mut budget = if f.max_bytes > 0 {
+    let asked = if f.max_bytes > 0 {
         f.max_bytes as u64
     } else {
-        u64::from(u32::MAX)
+        FETCH_RESPONSE_BYTES_MAX
     };
+    let mut budget = asked.min(FETCH_RESPONSE_BYTES_MAX);
     let mut total = 0u64;
     let mut any_error = false;
     let meta = shard.meta();
@@ -118,9 +122,7 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
     for t in &f.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
-            let known = meta
-                .topic(&t.topic)
-                .is_some_and(|x| x.partitions.iter().any(|q| q.partition == p.partition));
+            let known = meta.topic(&t.topic).is_some_and(|x| x.partition(p.partition).is_some());
             let read = if !known {
                 PartRead {
                     error: ErrorCode::UnknownTopicOrPartition,

@@ -50,7 +50,7 @@ pub async fn list_offsets(
         let topic = meta.topic(&t.name);
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in t.partitions {
-            let known = topic.and_then(|x| x.partitions.iter().find(|q| q.partition == p.index));
+            let known = topic.and_then(|x| x.partition(p.index));
             let mut r = ListOffsetsPartitionResponse {
                 index: p.index,
                 error: 0,

@@ -63,6 +63,11 @@ fn entry(meta: &ClusterMeta, name: &str) -> Option<TopicEntry> {
     })
 }
 
+/// Topics one request may auto-create; the rest get
+/// UNKNOWN_TOPIC_OR_PARTITION (each creation rewrites the metadata and
+/// touches every shard).
+pub const AUTO_CREATE_PER_REQUEST_MAX: usize = 100;
+
 /// Creates a topic with the broker's defaults, as Kafka's auto-creation does.
 pub async fn auto_create(shard: &Rc<BrokerShard>, name: &str) -> Result<(), AdminError> {
     let live = shard.meta().brokers.len() as i16;
@@ -82,6 +87,7 @@ pub async fn auto_create(shard: &Rc<BrokerShard>, name: &str) -> Result<(), Admi
 pub async fn metadata(shard: &Rc<BrokerShard>, req: &MetadataRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
     let mut meta = shard.meta();
     let mut topics = Vec::new();
+    let mut created = 0usize;
     match &req.topics {
         None => topics.extend(meta.topics.keys().filter_map(|n| entry(&meta, n))),
         Some(wanted) => {
@@ -104,10 +110,13 @@ pub async fn metadata(shard: &Rc<BrokerShard>, req: &MetadataRequest, v: i16, fl
                     topics.push(missing(Some(name), ErrorCode::InvalidTopicException));
                     continue;
                 }
-                if !(shard.config.auto_create_topics && req.allow_auto_topic_creation) {
+                if !(shard.config.auto_create_topics && req.allow_auto_topic_creation)
+                    || created >= AUTO_CREATE_PER_REQUEST_MAX
+                {
                     topics.push(missing(Some(name), ErrorCode::UnknownTopicOrPartition));
                     continue;
                 }
+                created += 1;
                 match auto_create(shard, &name).await {
                     Ok(()) => {
                         meta = shard.meta();

@@ -21,6 +21,8 @@ use crate::shard::BrokerShard;
 pub enum Reply {
     /// Nothing (a produce with acks=0).
     Nothing,
+    /// Close the connection (a failed produce with acks=0).
+    Close,
     Response {
         chunks: Vec<Chunk>,
         len: u64,
@@ -61,10 +63,12 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request) -> Reply {
         RequestBody::DescribeCluster => metadata::describe_cluster(shard, v, &mut b),
         RequestBody::Produce(p) => {
             if p.acks == 0 {
-                produce::produce(shard, p, v, flexible, &mut b).await;
-                return Reply::Nothing;
+                // No answer, as asked; on an error the connection is closed
+                // (as Kafka does) so the producer refreshes its metadata.
+                let ok = produce::produce(shard, p, v, flexible, &mut b).await;
+                return if ok { Reply::Nothing } else { Reply::Close };
             }
-            produce::produce(shard, p, v, flexible, &mut b).await
+            produce::produce(shard, p, v, flexible, &mut b).await;
         }
         RequestBody::Fetch(f) => fetch::fetch(shard, f, v, flexible, &mut b).await,
         RequestBody::ListOffsets(l) => list_offsets::list_offsets(shard, l, v, flexible, &mut b).await,

@@ -57,12 +57,25 @@ async fn append_on_owner(
         .await?
 }
 
-pub async fn produce(shard: &Rc<BrokerShard>, p: ProduceRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
+/// Answers a produce; returns whether every partition succeeded.
+pub async fn produce(
+    shard: &Rc<BrokerShard>,
+    p: ProduceRequest,
+    v: i16,
+    flexible: bool,
+    b: &mut ResponseBuilder,
+) -> bool {
     let acks_ok = (-1..=1).contains(&p.acks);
-    let mut out = Vec::with_capacity(p.topics.len());
+    let mut out = Vec::with_capacity(p.topics.len().min(1024));
+    let mut created = 0usize;
     for t in p.topics {
         let mut meta = shard.meta();
-        if acks_ok && meta.topic(&t.name).is_none() && shard.config.auto_create_topics {
+        if acks_ok
+            && meta.topic(&t.name).is_none()
+            && shard.config.auto_create_topics
+            && created < super::metadata::AUTO_CREATE_PER_REQUEST_MAX
+        {
+            created += 1;
             if let Err(e) = auto_create(shard, &t.name).await {
                 tracing::debug!(topic = %t.name, error = %e, "auto-creation on produce failed");
             }
@@ -70,10 +83,12 @@ pub async fn produce(shard: &Rc<BrokerShard>, p: ProduceRequest, v: i16, flexibl
         }
         let topic = meta.topic(&t.name);
         let valid_name = ferrite_controller::topic::validate_name(&t.name).is_ok();
-        let mut tasks = Vec::with_capacity(t.partitions.len());
+        // Partitions that fail at once are answered without a task.
+        let mut tasks: Vec<Result<ProducePartitionResponse, glommio::Task<ProducePartitionResponse>>> =
+            Vec::with_capacity(t.partitions.len().min(1024));
         for part in t.partitions {
             let index = part.index;
-            let known = topic.and_then(|x| x.partitions.iter().find(|q| q.partition == index));
+            let known = topic.and_then(|x| x.partition(index));
             let ready = match (acks_ok, known, part.records) {
                 (false, _, _) => Err(failed(index, ErrorCode::InvalidRequiredAcks, None)),
                 _ if !valid_name => Err(failed(index, ErrorCode::InvalidTopicException, None)),
@@ -82,11 +97,11 @@ pub async fn produce(shard: &Rc<BrokerShard>, p: ProduceRequest, v: i16, flexibl
                 (_, Some(pm), Some(records)) => Ok((pm.leader_epoch, records)),
             };
             match ready {
-                Err(r) => tasks.push(glommio::spawn_local(async move { r })),
+                Err(r) => tasks.push(Ok(r)),
                 Ok((epoch, records)) => {
                     let shard = shard.clone();
                     let tp = TopicPartition::new(t.name.clone(), index);
-                    tasks.push(glommio::spawn_local(async move {
+                    tasks.push(Err(glommio::spawn_local(async move {
                         match append_on_owner(&shard, tp, epoch, records).await {
                             Ok((base, start)) => ProducePartitionResponse {
                                 index,
@@ -98,13 +113,16 @@ pub async fn produce(shard: &Rc<BrokerShard>, p: ProduceRequest, v: i16, flexibl
                             },
                             Err(e) => failed(index, error_map::engine(&e), Some(e.to_string())),
                         }
-                    }));
+                    })));
                 }
             }
         }
         let mut partitions = Vec::with_capacity(tasks.len());
         for task in tasks {
-            partitions.push(task.await);
+            partitions.push(match task {
+                Ok(ready) => ready,
+                Err(running) => running.await,
+            });
         }
         out.push(ProduceTopicResponse {
             name: t.name,
@@ -112,4 +130,5 @@ pub async fn produce(shard: &Rc<BrokerShard>, p: ProduceRequest, v: i16, flexibl
         });
     }
     encode_response(&mut b.w, v, flexible, &out);
+    out.iter().all(|t| t.partitions.iter().all(|p| p.error == 0))
 }

@@ -28,6 +28,8 @@ use crate::shard::BrokerShard;
 
 /// api_key + api_version + correlation_id.
 const REQUEST_HEADER_BYTES_MIN: usize = 8;
+/// A frame's buffer grows by at most this much per read.
+const FRAME_READ_BYTES: usize = 256 << 10;
 
 enum Next {
     Frame(std::io::Result<Option<BytesMut>>),
@@ -55,14 +57,32 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(r: &mut R, max: usize) -
             format!("frame size {size} outside [{REQUEST_HEADER_BYTES_MIN}, {max}]"),
         ));
     }
-    let mut frame = BytesMut::zeroed(size as usize);
-    r.read_exact(&mut frame).await?;
+    // Grow the buffer as bytes arrive: a size claimed by a client that then
+    // sends nothing costs nothing.
+    let size = size as usize;
+    let mut frame = BytesMut::with_capacity(size.min(FRAME_READ_BYTES));
+    while frame.len() < size {
+        let start = frame.len();
+        frame.resize(start + (size - start).min(FRAME_READ_BYTES), 0);
+        let n = r.read(&mut frame[start..]).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        frame.truncate(start + n);
+    }
     Ok(Some(frame))
 }
 
 async fn write_reply<W: futures_lite::AsyncWrite + Unpin>(w: &mut W, sock: i32, reply: Reply) -> std::io::Result<()> {
-    let Reply::Response { chunks, len } = reply else {
-        return Ok(());
+    let (chunks, len) = match reply {
+        Reply::Nothing => return Ok(()),
+        Reply::Close => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "acks=0 produce failed",
+            ))
+        }
+        Reply::Response { chunks, len } => (chunks, len),
     };
     let len = i32::try_from(len).map_err(|_| std::io::Error::other("response larger than 2 GiB"))?;
     w.write_all(&len.to_be_bytes()).await?;
@@ -85,6 +105,9 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
         tracing::debug!(error = %e, "TCP_NODELAY");
     }
     let sock = stream.as_raw_fd();
+    if let Err(e) = sendfile::limit_blocking_sends(sock) {
+        tracing::warn!(error = %e, "SO_SNDTIMEO");
+    }
     let (mut rd, mut wr) = futures_lite::io::split(stream);
     let inflight_max = shard.config.connection_requests_inflight_max.max(1);
     let (tx, rx) = async_channel::bounded::<glommio::Task<Reply>>(inflight_max);
@@ -92,7 +115,10 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
         while let Ok(task) = rx.recv().await {
             let reply = task.await;
             if let Err(e) = write_reply(&mut wr, sock, reply).await {
-                tracing::debug!(error = %e, "connection write failed");
+                tracing::debug!(error = %e, "closing connection after a failed or refused write");
+                // Wake the reader too: it must not wait for more requests.
+                // SAFETY: shutdown(2) on the connection's own socket.
+                unsafe { libc::shutdown(sock, libc::SHUT_RDWR) };
                 return;
             }
         }

@@ -4,7 +4,13 @@
 //! thread pool. A call is bounded — at most `SENDFILE_CALL_BYTES_MAX` bytes
 //! and `SENDFILE_CALL_WAIT_MS_MAX` of waiting for the socket to drain — so
 //! that a slow consumer cannot hold a pool thread; the shard calls again
-//! until the region is sent.
+//! until the region is sent, and gives up on a client that takes nothing
+//! for `SEND_STALL_MS_MAX`.
+//!
+//! glommio leaves accepted sockets in blocking mode (its own sends pass
+//! MSG_DONTWAIT), where `sendfile` would block until the client reads. The
+//! connection therefore sets `SO_SNDTIMEO` (`limit_blocking_sends`): a
+//! blocked `sendfile` returns after that long, with what it sent.
 
 use std::os::fd::AsRawFd;
 use std::os::unix::io::RawFd;
@@ -14,12 +20,37 @@ use crate::protocol::response::FileChunk;
 
 pub const SENDFILE_CALL_BYTES_MAX: u64 = 4 << 20;
 pub const SENDFILE_CALL_WAIT_MS_MAX: u64 = 200;
+/// A client that accepts no bytes for this long is dropped.
+pub const SEND_STALL_MS_MAX: u64 = 30_000;
+
+/// Makes blocking sends on `sock` give up after `SENDFILE_CALL_WAIT_MS_MAX`.
+pub fn limit_blocking_sends(sock: RawFd) -> std::io::Result<()> {
+    let tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: (SENDFILE_CALL_WAIT_MS_MAX * 1000) as libc::suseconds_t,
+    };
+    // SAFETY: setsockopt with a pointer to a local timeval of the right size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock,
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            &tv as *const libc::timeval as *const libc::c_void,
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 /// Sends all of `chunk` to the (non-blocking) socket `sock`.
 pub async fn send_chunk(sock: RawFd, chunk: &FileChunk) -> std::io::Result<()> {
     let file = chunk.fd.as_raw_fd();
     let end = chunk.position + chunk.len;
     let mut at = chunk.position;
+    let mut last_progress = Instant::now();
     while at < end {
         let (pos, len) = (at, (end - at).min(SENDFILE_CALL_BYTES_MAX));
         // Both descriptors outlive the call: the socket belongs to the
@@ -27,6 +58,14 @@ pub async fn send_chunk(sock: RawFd, chunk: &FileChunk) -> std::io::Result<()> {
         let sent = glommio::executor()
             .spawn_blocking(move || sendfile_bounded(sock, file, pos, len))
             .await?;
+        if sent > 0 {
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > Duration::from_millis(SEND_STALL_MS_MAX) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "client stopped reading",
+            ));
+        }
         at += sent;
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! DescribeConfigs (key 32, v1-4) and IncrementalAlterConfigs (key 44,
 //! v0-1).
 
-use super::wire::{Reader, WireResult, Writer};
+use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
@@ -32,7 +32,7 @@ pub struct DescribeConfigsRequest {
 impl DescribeConfigsRequest {
     pub fn decode(r: &mut Reader, version: i16, flexible: bool) -> WireResult<DescribeConfigsRequest> {
         let n = r.array_len_required(flexible, 4, "config resources")?;
-        let mut resources = Vec::with_capacity(n);
+        let mut resources = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let resource_type = r.i8("resource_type")?;
             let name = r.string(flexible, "resource_name")?;
@@ -137,12 +137,12 @@ pub struct IncrementalAlterConfigsRequest {
 impl IncrementalAlterConfigsRequest {
     pub fn decode(r: &mut Reader, _version: i16, flexible: bool) -> WireResult<IncrementalAlterConfigsRequest> {
         let n = r.array_len_required(flexible, 4, "alter resources")?;
-        let mut resources = Vec::with_capacity(n);
+        let mut resources = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let resource_type = r.i8("resource_type")?;
             let name = r.string(flexible, "resource_name")?;
             let nc = r.array_len_required(flexible, 4, "alter configs")?;
-            let mut configs = Vec::with_capacity(nc);
+            let mut configs = Vec::with_capacity(capacity(nc));
             for _ in 0..nc {
                 let cname = r.string(flexible, "config name")?;
                 let op = r.i8("config_operation")?;

@@ -2,7 +2,7 @@
 //! session id is 0, which makes clients send full fetches.
 
 use super::response::{Chunk, ResponseBuilder};
-use super::wire::{Reader, WireResult};
+use super::wire::{capacity, Reader, WireResult};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FetchPartition {
@@ -41,11 +41,11 @@ impl FetchRequest {
             r.i32("session_epoch")?;
         }
         let n = r.array_len_required(flexible, 2, "fetch topics")?;
-        let mut topics = Vec::with_capacity(n);
+        let mut topics = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let topic = r.string(flexible, "topic")?;
             let np = r.array_len_required(flexible, 16, "fetch partitions")?;
-            let mut partitions = Vec::with_capacity(np);
+            let mut partitions = Vec::with_capacity(capacity(np));
             for _ in 0..np {
                 let partition = r.i32("partition")?;
                 let current_leader_epoch = if version >= 9 {

@@ -1,7 +1,7 @@
 //! ListOffsets (key 2), v1-7. Timestamps -1 (latest) and -2 (earliest) are
 //! special; -3 (v7+) asks for the record with the largest timestamp.
 
-use super::wire::{Reader, WireResult, Writer};
+use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
@@ -32,11 +32,11 @@ impl ListOffsetsRequest {
         let replica_id = r.i32("replica_id")?;
         let isolation_level = if version >= 2 { r.i8("isolation_level")? } else { 0 };
         let n = r.array_len_required(flexible, 2, "list offsets topics")?;
-        let mut topics = Vec::with_capacity(n);
+        let mut topics = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let name = r.string(flexible, "topic")?;
             let np = r.array_len_required(flexible, 12, "list offsets partitions")?;
-            let mut partitions = Vec::with_capacity(np);
+            let mut partitions = Vec::with_capacity(capacity(np));
             for _ in 0..np {
                 let index = r.i32("partition")?;
                 let current_leader_epoch = if version >= 4 {

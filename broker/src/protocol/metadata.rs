@@ -1,6 +1,6 @@
 //! Metadata (key 3), v0-12.
 
-use super::wire::{Reader, WireResult, Writer};
+use super::wire::{capacity, Reader, WireResult, Writer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetadataTopic {
@@ -20,7 +20,7 @@ impl MetadataRequest {
         let n = r.array_len(flexible, 2, "metadata topics")?;
         let mut topics = None;
         if let Some(n) = n {
-            let mut v = Vec::with_capacity(n);
+            let mut v = Vec::with_capacity(capacity(n));
             for _ in 0..n {
                 let id = if version >= 10 { r.uuid("topic_id")? } else { [0; 16] };
                 let name = if version >= 10 {

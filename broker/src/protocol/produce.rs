@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::wire::{Reader, WireResult, Writer};
+use super::wire::{capacity, Reader, WireResult, Writer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProducePartition {
@@ -31,11 +31,11 @@ impl ProduceRequest {
         let acks = r.i16("acks")?;
         let timeout_ms = r.i32("timeout_ms")?;
         let n = r.array_len_required(flexible, 2, "produce topics")?;
-        let mut topics = Vec::with_capacity(n);
+        let mut topics = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let name = r.string(flexible, "topic name")?;
             let np = r.array_len_required(flexible, 5, "produce partitions")?;
-            let mut partitions = Vec::with_capacity(np);
+            let mut partitions = Vec::with_capacity(capacity(np));
             for _ in 0..np {
                 let index = r.i32("partition")?;
                 let records = r.nullable_bytes(flexible, "records")?;

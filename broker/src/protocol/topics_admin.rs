@@ -1,7 +1,7 @@
 //! Topic administration: CreateTopics (key 19, v2-7), DeleteTopics (key 20,
 //! v1-6), CreatePartitions (key 37, v0-3).
 
-use super::wire::{Reader, WireResult, Writer};
+use super::wire::{capacity, Reader, WireResult, Writer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CreatableTopic {
@@ -30,13 +30,13 @@ fn read_i32_array(r: &mut Reader, flexible: bool, what: &'static str) -> WireRes
 impl CreateTopicsRequest {
     pub fn decode(r: &mut Reader, _version: i16, flexible: bool) -> WireResult<CreateTopicsRequest> {
         let n = r.array_len_required(flexible, 9, "create topics")?;
-        let mut topics = Vec::with_capacity(n);
+        let mut topics = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let name = r.string(flexible, "topic")?;
             let num_partitions = r.i32("num_partitions")?;
             let replication_factor = r.i16("replication_factor")?;
             let na = r.array_len_required(flexible, 5, "assignments")?;
-            let mut assignments = Vec::with_capacity(na);
+            let mut assignments = Vec::with_capacity(capacity(na));
             for _ in 0..na {
                 let p = r.i32("partition_index")?;
                 let brokers = read_i32_array(r, flexible, "broker_ids")?;
@@ -44,7 +44,7 @@ impl CreateTopicsRequest {
                 assignments.push((p, brokers));
             }
             let nc = r.array_len_required(flexible, 2, "configs")?;
-            let mut configs = Vec::with_capacity(nc);
+            let mut configs = Vec::with_capacity(capacity(nc));
             for _ in 0..nc {
                 let k = r.string(flexible, "config name")?;
                 let v = r.nullable_string(flexible, "config value")?;
@@ -94,8 +94,10 @@ pub fn encode_create_topics(w: &mut Writer, version: i16, flexible: bool, result
         if version >= 5 {
             w.i32(t.num_partitions);
             w.i16(t.replication_factor);
-            // Configs are not returned (null); clients describe them instead.
-            w.array_len(flexible, None);
+            // An empty list, not null: the Java admin client streams over it
+            // whenever TopicConfigErrorCode is 0. Clients describe configs
+            // separately.
+            w.array_len(flexible, Some(0));
         }
         w.empty_tagged_fields_if(flexible);
     }
@@ -177,14 +179,14 @@ pub struct CreatePartitionsRequest {
 impl CreatePartitionsRequest {
     pub fn decode(r: &mut Reader, _version: i16, flexible: bool) -> WireResult<CreatePartitionsRequest> {
         let n = r.array_len_required(flexible, 6, "create partitions topics")?;
-        let mut topics = Vec::with_capacity(n);
+        let mut topics = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let name = r.string(flexible, "topic")?;
             let count = r.i32("count")?;
             let assignments = match r.array_len(flexible, 1, "assignments")? {
                 None => None,
                 Some(na) => {
-                    let mut v = Vec::with_capacity(na);
+                    let mut v = Vec::with_capacity(capacity(na));
                     for _ in 0..na {
                         v.push(read_i32_array(r, flexible, "broker_ids")?);
                         r.tagged_fields_if(flexible)?;

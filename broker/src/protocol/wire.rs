@@ -35,6 +35,17 @@ pub enum WireError {
 
 pub type WireResult<T> = Result<T, WireError>;
 
+/// Elements reserved up front for a decoded collection. A count is checked
+/// against the bytes present, but an element in memory is larger than its
+/// smallest encoding (up to ~25x), so reserving the full count would let a
+/// 100 MiB frame reserve gigabytes; past this, vectors grow as they fill.
+pub const PREALLOC_ELEMENTS_MAX: usize = 1024;
+
+/// The capacity to reserve for `n` decoded elements.
+pub fn capacity(n: usize) -> usize {
+    n.min(PREALLOC_ELEMENTS_MAX)
+}
+
 /// A bounded cursor over one frame.
 pub struct Reader {
     buf: Bytes,
