@@ -123,15 +123,17 @@ impl PartitionLog {
     /// checkpoint marked clean. The log refuses further use. Runs as its own
     /// task (see `append`).
     pub async fn close(self: &Rc<Self>) -> Result<()> {
+        let ticket = self.turns.ticket();
         let this = self.clone();
-        detached(async move { this.close_inner().await }).await
+        detached(async move { this.close_inner(ticket).await }).await
     }
 
-    async fn close_inner(&self) -> Result<()> {
+    async fn close_inner(&self, ticket: u64) -> Result<()> {
+        let ticket = self.turns.hold(ticket);
         if self.closed.get() {
             return Ok(());
         }
-        let _append = self.lock(&self.append_lock, "wait for append lock").await?;
+        let _turn = ticket.turn().await;
         self.drain_reserved().await?;
         self.flush_inner().await?;
         // The flush may have found nothing new to sync; sealed segments

@@ -27,6 +27,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod compression;
 pub mod error;
+pub mod fifo;
 pub mod flush;
 pub mod index;
 pub mod log;

@@ -4,7 +4,8 @@
 //! # Ownership and concurrency
 //!
 //! A `PartitionLog` lives on one shard (`Rc`, `!Send`); every method is called
-//! from that shard's executor. Appends are ordered by `append_lock`, held only
+//! from that shard's executor. Appends are ordered by `turns` (first come, first
+//! served, in call order), held only
 //! while offsets are assigned and bytes reserved (and while the active segment
 //! rolls); the writes themselves are grouped by the active segment's appender,
 //! so many appends share one io_uring write. Flushes are grouped the same way
@@ -101,7 +102,9 @@ pub struct PartitionLog {
     pub(crate) flush_state: RefCell<FlushState>,
     pub(crate) poison: RefCell<Option<Poison>>,
     pub(crate) closed: Cell<bool>,
-    pub(crate) append_lock: Semaphore,
+    /// The order in which appends (and truncation, and close) take their
+    /// turn to assign offsets and reserve bytes.
+    pub(crate) turns: crate::fifo::TurnOrder,
     pub(crate) flush_lock: Semaphore,
     pub(crate) checkpoint_lock: Semaphore,
 }
@@ -213,15 +216,20 @@ impl PartitionLog {
     /// The append runs as its own task: a caller that goes away (a dropped
     /// future, a closed connection) cannot stop it half-way through a roll
     /// or a group write and leave the log stuck.
+    ///
+    /// Appends are placed in the order of the calls (`append` takes its turn
+    /// ticket before its first await), whatever each then waits for.
     pub async fn append(self: &Rc<Self>, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
+        let ticket = self.turns.ticket();
         let this = self.clone();
-        detached(async move { this.append_inner(records, mode).await }).await
+        detached(async move { this.append_inner(records, mode, ticket).await }).await
     }
 
-    async fn append_inner(&self, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
+    async fn append_inner(&self, records: BytesMut, mode: AppendMode, ticket: u64) -> Result<AppendInfo> {
+        let ticket = self.turns.hold(ticket);
         self.check_usable()?;
         let batches = self.validate_record_set(&records, mode)?;
-        let permit = self.lock(&self.append_lock, "wait for append lock").await?;
+        let permit = ticket.turn().await;
         self.check_usable()?;
         let base = match mode {
             AppendMode::Leader { .. } => self.active().next_offset(),

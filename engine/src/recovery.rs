@@ -147,7 +147,7 @@ impl PartitionLog {
             }),
             poison: std::cell::RefCell::new(None),
             closed: std::cell::Cell::new(false),
-            append_lock: Semaphore::new(1),
+            turns: crate::fifo::TurnOrder::new(),
             flush_lock: Semaphore::new(1),
             checkpoint_lock: Semaphore::new(1),
         });

@@ -25,13 +25,15 @@ impl PartitionLog {
     /// Removes every batch that ends at or after `offset`; returns the new
     /// log end offset. Runs as its own task (see `append`).
     pub async fn truncate_to(self: &Rc<Self>, offset: Offset) -> Result<Offset> {
+        let ticket = self.turns.ticket();
         let this = self.clone();
-        crate::log::detached(async move { this.truncate_inner(offset).await }).await
+        crate::log::detached(async move { this.truncate_inner(offset, ticket).await }).await
     }
 
-    async fn truncate_inner(&self, offset: Offset) -> Result<Offset> {
+    async fn truncate_inner(&self, offset: Offset, ticket: u64) -> Result<Offset> {
+        let ticket = self.turns.hold(ticket);
         self.check_usable()?;
-        let _append = self.lock(&self.append_lock, "wait for append lock").await?;
+        let _turn = ticket.turn().await;
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
         let _checkpoint = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
         self.drain_reserved().await?;

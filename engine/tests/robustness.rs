@@ -160,3 +160,30 @@ fn a_damaged_partition_stays_offline_and_the_others_are_served() {
         manager.shutdown().await;
     });
 }
+
+#[test]
+fn appends_take_offsets_in_call_order_across_rolls() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let config = LogConfig {
+            segment_bytes: 3000,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Direct, clock))
+            .await
+            .unwrap();
+        // Each task calls append as soon as it runs; tasks run in spawn order.
+        let tasks: Vec<_> = (0..150u8)
+            .map(|i| {
+                let log = log.clone();
+                glommio::spawn_local(async move { log.append(producer_batch(1, 700, 0, i), LEADER).await.unwrap() })
+            })
+            .collect();
+        for (i, t) in tasks.into_iter().enumerate() {
+            assert_eq!(t.await.first_offset, Offset(i as i64), "append {i} was reordered");
+        }
+        assert!(log.segment_count() > 20, "the test should roll often");
+        log.close().await.unwrap();
+    });
+}
