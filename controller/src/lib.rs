@@ -1,16 +1,25 @@
 //! Cluster metadata and the controller.
 //!
-//! Built so far: the metadata model ([`metadata`]), Kafka's topic-name rules
-//! and replica assignment ([`topic`], [`assignment`]), and the embedded
-//! single-node metadata store that `ferrite standalone` uses
-//! ([`embedded`]). Controller election, the partition and replica state
-//! machines, leader balance and the ZooKeeper store are the subject of the
-//! controller issue.
+//! - [`metadata`], [`topic`], [`topic_config`], [`assignment`]: the metadata
+//!   model, Kafka's topic-name rules, topic configs, replica assignment.
+//! - [`embedded`]: the single-node metadata store `ferrite standalone` uses.
+//! - [`partition_state`], [`election`], [`balance`]: partition leadership
+//!   state, the leader election algorithms, leader imbalance.
+//! - [`control`]: the controller as a state machine without I/O (events in,
+//!   actions out): membership, topic lifecycle, elections, controlled
+//!   shutdown, preferred elections and leader balance, reassignment.
+//!
+//! Not built yet: the ZooKeeper store and the driver that runs [`control`]
+//! against it.
 
 pub mod assignment;
+pub mod balance;
+pub mod control;
+pub mod election;
 pub mod embedded;
 pub mod error;
 pub mod metadata;
+pub mod partition_state;
 pub mod topic;
 pub mod topic_config;
 

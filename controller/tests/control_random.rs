@@ -1,0 +1,188 @@
+//! Seeded random runs of the controller against the harness: brokers die
+//! and return, shut down cleanly, controllers fail over, topics come and go,
+//! partitions move, leaders shrink ISRs under the controller's feet. After
+//! every step the cluster must be consistent (see `Cluster::check_invariants`).
+//! A failure prints its seed; `FERRITE_SIM_SEED=<n>` replays one seed.
+
+mod sim;
+
+use ferrite_controller::control::*;
+use ferrite_controller::election::UncleanElection;
+use ferrite_controller::metadata::BrokerId;
+use ferrite_controller::partition_state::{Versioned, ZkVersion};
+use sim::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())]
+    }
+}
+
+const BROKERS: i32 = 5;
+
+fn step(c: &mut Cluster, rng: &mut Rng, topics: &mut Vec<String>, serial: &mut u32) {
+    let live: Vec<BrokerId> = c.live.keys().copied().collect();
+    let dead: Vec<BrokerId> = (1..=BROKERS)
+        .map(BrokerId)
+        .filter(|b| !c.live.contains_key(b))
+        .collect();
+    match rng.below(11) {
+        0 if live.len() > 1 => c.kill(rng.pick(&live)),
+        1 if !dead.is_empty() => c.restart(rng.pick(&dead)),
+        2 if live.len() > 1 => {
+            let b = rng.pick(&live);
+            c.run(Event::ControlledShutdown { broker: b });
+            c.kill(b);
+        }
+        3 => c.run(Event::PreferredElection {
+            partitions: None,
+            origin: ElectionOrigin::Request(u64::from(*serial)),
+        }),
+        4 => c.run(Event::RebalanceTick),
+        5 => c.elect(rng.pick(&live)),
+        6 => {
+            *serial += 1;
+            let name = format!("t{serial}");
+            let rf = 1 + rng.below(live.len().min(3)) as i16;
+            c.create_topic(&name, 1 + rng.below(6) as i32, rf, rng.below(5));
+            topics.push(name);
+        }
+        7 if !topics.is_empty() => {
+            let name = topics.remove(rng.below(topics.len()));
+            c.zk.deletions.insert(name.clone());
+            c.run(Event::DeletionsRequested { topics: vec![name] });
+        }
+        8 if !topics.is_empty() => {
+            let name = topics[rng.below(topics.len())].clone();
+            let count = c.zk.topics[&name].replicas.len();
+            let p = rng.below(count) as i32;
+            let rf = 1 + rng.below(live.len().min(3));
+            let mut target = Vec::new();
+            while target.len() < rf {
+                let b = rng.pick(&live);
+                if !target.contains(&b) {
+                    target.push(b);
+                }
+            }
+            c.zk.reassignments.push((tp(&name, p), target.clone()));
+            c.run(Event::ReassignmentRequested {
+                moves: vec![(tp(&name, p), target)],
+            });
+        }
+        9 => shrink_some_isr(c, rng),
+        _ => {
+            let live = c.live_brokers();
+            c.run(Event::BrokersChanged { live });
+        }
+    }
+}
+
+/// A leader drops a follower from its ISR (it fell behind), writing
+/// ZooKeeper itself, and announces it.
+fn shrink_some_isr(c: &mut Cluster, rng: &mut Rng) {
+    let candidates: Vec<_> =
+        c.zk.states
+            .iter()
+            .filter(|(k, s)| s.value.isr.len() > 1 && s.value.leader.is_some() && !c.zk.deletions.contains(&k.topic))
+            .map(|(k, _)| k.clone())
+            .collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let k = candidates[rng.below(candidates.len())].clone();
+    let current = c.zk.states[&k].clone();
+    let leader = current.value.leader.unwrap();
+    let mut state = current.value.clone();
+    let followers: Vec<BrokerId> = state.isr.iter().copied().filter(|b| *b != leader).collect();
+    let drop = rng.pick(&followers);
+    state.isr.retain(|b| *b != drop);
+    let v = Versioned {
+        value: state,
+        version: ZkVersion(current.version.0 + 1),
+    };
+    c.zk.states.insert(k.clone(), v.clone());
+    if let Some(info) = c.brokers.get_mut(&leader).and_then(|b| b.replicas.get_mut(&k)) {
+        info.zk_version = v.version;
+    }
+    // Half the time the controller hears of it before anything else happens.
+    if rng.below(2) == 0 {
+        c.run(Event::IsrChanged { states: vec![(k, v)] });
+    } else {
+        c.queue.push_back(Event::IsrChanged { states: vec![(k, v)] });
+    }
+}
+
+fn run_seed(seed: u64) {
+    let mut rng = Rng(seed);
+    let unclean = if rng.below(4) == 0 {
+        UncleanElection::Enabled
+    } else {
+        UncleanElection::Disabled
+    };
+    let config = ControllerConfig {
+        unclean_election: unclean,
+        ..ControllerConfig::default()
+    };
+    let mut c = Cluster::new(BROKERS, config);
+    let mut topics = Vec::new();
+    let mut serial = 0;
+    for _ in 0..60 {
+        step(&mut c, &mut rng, &mut topics, &mut serial);
+        if c.queue.is_empty() {
+            c.check_invariants();
+        }
+    }
+    // With everyone back, the ISRs fill and a preferred election balances.
+    for b in 1..=BROKERS {
+        if !c.live.contains_key(&BrokerId(b)) {
+            c.restart(BrokerId(b));
+        }
+    }
+    c.run(Event::PreferredElection {
+        partitions: None,
+        origin: ElectionOrigin::AdminZnode,
+    });
+    c.check_invariants();
+    for (k, s) in &c.zk.states {
+        let replicas = &c.zk.topics[&k.topic].replicas[k.partition as usize];
+        if c.zk.deletions.contains(&k.topic) || c.zk.reassignments.iter().any(|(t, _)| t == k) {
+            continue;
+        }
+        assert_eq!(
+            s.value.leader,
+            Some(replicas[0]),
+            "{k}: preferred replica leads once all are back"
+        );
+    }
+    assert!(c.zk.deletions.is_empty(), "deletions finish once every broker is back");
+}
+
+#[test]
+fn random_cluster_histories_keep_the_invariants() {
+    let seeds: Vec<u64> = match std::env::var("FERRITE_SIM_SEED") {
+        Ok(s) => vec![s.parse().expect("FERRITE_SIM_SEED is a number")],
+        Err(_) => (0..300).collect(),
+    };
+    for seed in seeds {
+        let result = std::panic::catch_unwind(|| run_seed(seed));
+        if let Err(e) = result {
+            eprintln!("controller simulation failed with seed {seed} (replay: FERRITE_SIM_SEED={seed})");
+            std::panic::resume_unwind(e);
+        }
+    }
+}
