@@ -13,14 +13,20 @@ section() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 section "toolchain and test dependencies"
 cargo --version
 rustc --version
-# Real Kafka clients the tests drive.
-if ! command -v kcat >/dev/null 2>&1; then
-  echo "installing kcat"
+# Real Kafka clients the tests drive (kcat), and the ZooKeeper servers the
+# cluster tests start themselves (Debian's zookeeper package; the tests run
+# it as their own child processes, the system service is not used).
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -q
-  $SUDO apt-get install -y -q kcat
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 fi
 kcat -V | head -n 1
+java -version 2>&1 | head -n 1
 # Python clients, in a virtualenv under target/ (no system packages touched).
 if [ ! -x target/pyenv/bin/python ]; then
   python3 -m venv target/pyenv

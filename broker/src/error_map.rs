@@ -40,6 +40,9 @@ pub fn controller(e: &ControllerError) -> ErrorCode {
         ControllerError::InvalidReplicationFactor { .. } => ErrorCode::InvalidReplicationFactor,
         ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         ControllerError::Io { .. } | ControllerError::BadFile { .. } => ErrorCode::KafkaStorageError,
+        // ZooKeeper unreachable or a znode unreadable: the request may work later.
+        ControllerError::Zk { .. } | ControllerError::BadZnode { .. } => ErrorCode::RequestTimedOut,
+        ControllerError::NotController => ErrorCode::NotController,
     }
 }
 

@@ -29,6 +29,17 @@ pub enum ControllerError {
     },
     #[error("{path}: {reason}")]
     BadFile { path: PathBuf, reason: String },
+    #[error("ZooKeeper {op} {path}: {source}")]
+    Zk {
+        op: &'static str,
+        path: String,
+        #[source]
+        source: zookeeper_client::Error,
+    },
+    #[error("znode {path}: {reason}")]
+    BadZnode { path: String, reason: String },
+    #[error("another broker became controller (the controller epoch moved on)")]
+    NotController,
 }
 
 pub type Result<T, E = ControllerError> = std::result::Result<T, E>;

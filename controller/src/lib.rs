@@ -22,6 +22,7 @@ pub mod metadata;
 pub mod partition_state;
 pub mod topic;
 pub mod topic_config;
+pub mod zk;
 
 pub use error::{ControllerError, Result};
 pub use metadata::{BrokerId, BrokerMeta, ClusterMeta, PartitionMeta, TopicMeta};

@@ -1,0 +1,56 @@
+//! The znode paths, Kafka's layout.
+
+use ferrite_engine::types::TopicPartition;
+
+use crate::metadata::BrokerId;
+
+pub const BROKER_IDS: &str = "/brokers/ids";
+pub const TOPICS: &str = "/brokers/topics";
+pub const CONTROLLER: &str = "/controller";
+pub const CONTROLLER_EPOCH: &str = "/controller_epoch";
+pub const DELETE_TOPICS: &str = "/admin/delete_topics";
+pub const REASSIGN: &str = "/admin/reassign_partitions";
+pub const PREFERRED: &str = "/admin/preferred_replica_election";
+pub const ISR_CHANGES: &str = "/isr_change_notification";
+/// Prefix of the sequential notification znodes under [`ISR_CHANGES`].
+pub const ISR_CHANGE_PREFIX: &str = "/isr_change_notification/isr_change_";
+pub const TOPIC_CONFIGS: &str = "/config/topics";
+pub const CLUSTER_ID: &str = "/cluster/id";
+
+/// The persistent parents every broker makes sure exist.
+pub const PERSISTENT: &[&str] = &[
+    BROKER_IDS,
+    TOPICS,
+    DELETE_TOPICS,
+    ISR_CHANGES,
+    TOPIC_CONFIGS,
+    "/cluster",
+];
+
+pub fn broker(id: BrokerId) -> String {
+    format!("{BROKER_IDS}/{}", id.0)
+}
+
+pub fn topic(name: &str) -> String {
+    format!("{TOPICS}/{name}")
+}
+
+pub fn partitions(name: &str) -> String {
+    format!("{TOPICS}/{name}/partitions")
+}
+
+pub fn partition(tp: &TopicPartition) -> String {
+    format!("{TOPICS}/{}/partitions/{}", tp.topic, tp.partition)
+}
+
+pub fn state(tp: &TopicPartition) -> String {
+    format!("{TOPICS}/{}/partitions/{}/state", tp.topic, tp.partition)
+}
+
+pub fn topic_config(name: &str) -> String {
+    format!("{TOPIC_CONFIGS}/{name}")
+}
+
+pub fn deletion(name: &str) -> String {
+    format!("{DELETE_TOPICS}/{name}")
+}

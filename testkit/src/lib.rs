@@ -1,0 +1,13 @@
+//! Test support shared by the crates' integration tests. Only tests use it.
+//!
+//! - [`zookeeper`]: real ZooKeeper servers (Debian's `zookeeper` package) on
+//!   loopback ports, one or an ensemble of three, each stopped by the test that
+//!   started it (and only that one).
+
+pub mod zookeeper;
+
+/// A free loopback TCP port (bound then released; good enough for tests).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}

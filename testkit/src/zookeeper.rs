@@ -1,0 +1,184 @@
+//! Real ZooKeeper servers for tests: Debian's `zookeeper` package run as
+//! `java … QuorumPeerMain <cfg>` in a temporary directory, on free loopback
+//! ports. `scripts/test.sh` installs the package when it is missing; without
+//! it these fixtures panic with the command to run, rather than skip.
+//!
+//! Each server is a child process of the test; dropping the fixture kills
+//! it (SIGKILL) and removes its directory. Nothing else is touched.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::free_port;
+
+/// Where Debian puts the server classes.
+const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+const CONF_DIR: &str = "/etc/zookeeper/conf";
+
+/// How long a server may take to answer after it starts.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn require_installed() {
+    assert!(
+        std::path::Path::new(ZOOKEEPER_JAR).exists(),
+        "ZooKeeper is not installed: run `apt-get install -y zookeeper` (scripts/test.sh does)"
+    );
+}
+
+/// One server of a standalone setup or an ensemble.
+pub struct ZkServer {
+    pub client_port: u16,
+    pub dir: tempfile::TempDir,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+impl ZkServer {
+    fn configure(myid: Option<usize>, peers: &[(u16, u16)], client_port: u16) -> ZkServer {
+        require_installed();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("data dir");
+        let mut cfg = format!(
+            "tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={client_port}\n\
+             clientPortAddress=127.0.0.1\nadmin.enableServer=false\nminSessionTimeout=1000\n\
+             maxSessionTimeout=60000\n4lw.commands.whitelist=ruok,srvr\n",
+            data.display()
+        );
+        if let Some(id) = myid {
+            std::fs::write(data.join("myid"), format!("{id}\n")).expect("myid");
+            for (i, (quorum, election)) in peers.iter().enumerate() {
+                cfg.push_str(&format!("server.{}=127.0.0.1:{quorum}:{election}\n", i + 1));
+            }
+        }
+        let config = dir.path().join("zoo.cfg");
+        std::fs::write(&config, cfg).expect("zoo.cfg");
+        ZkServer {
+            client_port,
+            dir,
+            config,
+            child: None,
+        }
+    }
+
+    /// Starts (or restarts) the server process.
+    pub fn start(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let log = std::fs::File::create(self.dir.path().join("server.log")).expect("log");
+        let classpath = format!("{CONF_DIR}:{ZOOKEEPER_JAR}");
+        let child = Command::new("java")
+            .args([
+                "-Xmx256m",
+                "-cp",
+                &classpath,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            ])
+            .arg(&self.config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn java (is a JRE installed?)");
+        self.child = Some(child);
+    }
+
+    /// Kills the server (SIGKILL) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.client_port))
+    }
+
+    /// Whether the server answers `srvr` as a leader, follower or standalone
+    /// server (that is, it serves clients).
+    pub fn serving(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect_timeout(&self.addr(), Duration::from_millis(500)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        if s.write_all(b"srvr").is_err() {
+            return false;
+        }
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.contains("Mode: ")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for ZkServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A ZooKeeper of one server or of three.
+pub struct ZooKeeper {
+    pub servers: Vec<ZkServer>,
+}
+
+impl ZooKeeper {
+    /// One standalone server, serving when this returns.
+    pub fn standalone() -> ZooKeeper {
+        let mut server = ZkServer::configure(None, &[], free_port());
+        server.start();
+        let zk = ZooKeeper { servers: vec![server] };
+        zk.wait_serving(1);
+        zk
+    }
+
+    /// An ensemble of three servers, with a quorum when this returns.
+    pub fn ensemble() -> ZooKeeper {
+        let peers: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let mut servers: Vec<ZkServer> = (0..3)
+            .map(|i| ZkServer::configure(Some(i + 1), &peers, free_port()))
+            .collect();
+        for s in &mut servers {
+            s.start();
+        }
+        let zk = ZooKeeper { servers };
+        zk.wait_serving(3);
+        zk
+    }
+
+    /// The connect string: every server, comma separated.
+    pub fn connect_string(&self) -> String {
+        let addrs: Vec<String> = self
+            .servers
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.client_port))
+            .collect();
+        addrs.join(",")
+    }
+
+    /// Waits until at least `n` servers serve clients.
+    pub fn wait_serving(&self, n: usize) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let serving = self.servers.iter().filter(|s| s.is_running() && s.serving()).count();
+            if serving >= n {
+                return;
+            }
+            if Instant::now() > deadline {
+                let logs: Vec<String> = self.servers.iter().map(|s| s.log()).collect();
+                panic!("ZooKeeper: {serving} of {n} servers serving after {START_TIMEOUT:?}; logs:\n{logs:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
