@@ -15,6 +15,7 @@
 pub mod assignment;
 pub mod balance;
 pub mod control;
+pub mod driver;
 pub mod election;
 pub mod embedded;
 pub mod error;
