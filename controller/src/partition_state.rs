@@ -32,9 +32,7 @@ impl fmt::Display for ControllerEpoch {
     }
 }
 
-/// A znode's data version (ZooKeeper's `Stat.version`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct ZkVersion(pub i32);
+pub use ferrite_replication::ZkVersion;
 
 /// Leader, leader epoch and ISR of one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]

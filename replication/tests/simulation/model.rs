@@ -1,0 +1,99 @@
+//! The pieces of the simulated world: a deterministic random source, a
+//! replica's log as plain memory, and the partition state znode.
+
+use ferrite_engine::types::{LeaderEpoch, Offset};
+use ferrite_replication::{BrokerId, EpochHistory, ZkVersion};
+
+/// splitmix64: small, fast, and the same sequence on every machine.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0);
+        self.next() % n
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// One record: the epoch it was written in and a value unique in the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rec {
+    pub epoch: LeaderEpoch,
+    pub value: u64,
+}
+
+/// A replica's log: records at offsets 0.., and its epoch history.
+#[derive(Clone, Debug, Default)]
+pub struct ModelLog {
+    pub records: Vec<Rec>,
+    pub epochs: Vec<(LeaderEpoch, Offset)>,
+}
+
+impl ModelLog {
+    pub fn end(&self) -> Offset {
+        Offset(self.records.len() as i64)
+    }
+
+    pub fn append(&mut self, rec: Rec) {
+        self.assign(rec.epoch, self.end());
+        self.records.push(rec);
+    }
+
+    /// Kafka's epoch cache `assign`: a newer epoch starts here.
+    pub fn assign(&mut self, epoch: LeaderEpoch, start: Offset) {
+        if self.epochs.last().is_some_and(|(e, _)| *e >= epoch) {
+            return;
+        }
+        self.epochs.retain(|(_, s)| *s < start);
+        self.epochs.push((epoch, start));
+    }
+
+    pub fn truncate(&mut self, offset: Offset) {
+        let keep = (offset.0.max(0) as usize).min(self.records.len());
+        self.records.truncate(keep);
+        self.epochs.retain(|(_, s)| s.0 < offset.0);
+    }
+}
+
+impl EpochHistory for ModelLog {
+    fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        self.epochs.last().map(|e| e.0)
+    }
+
+    fn end_offset_for(&self, requested: LeaderEpoch, log_end: Offset) -> Option<(LeaderEpoch, Offset)> {
+        let latest = self.latest_epoch()?;
+        if requested == LeaderEpoch::NONE || requested > latest {
+            return None;
+        }
+        if requested == latest {
+            return Some((latest, log_end));
+        }
+        let higher = self.epochs.iter().find(|e| e.0 > requested)?;
+        let floor = self.epochs.iter().rev().find(|e| e.0 <= requested);
+        Some((floor.map_or(requested, |f| f.0), higher.1))
+    }
+}
+
+/// The partition state znode: what the controller and the leaders write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkState {
+    pub leader: Option<BrokerId>,
+    pub epoch: LeaderEpoch,
+    pub isr: Vec<BrokerId>,
+    pub version: ZkVersion,
+}
