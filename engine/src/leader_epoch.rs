@@ -11,8 +11,8 @@
 //! # Layout of `leader-epoch-checkpoint`
 //!
 //! Kafka's own text format, byte for byte, so that an operator who knows
-//! Kafka can read (and compare) it. ASCII decimal numbers without signs or
-//! padding, each line ended by `\n`:
+//! Kafka can read (and compare) it. ASCII decimal numbers (written without
+//! sign or padding; a sign is refused on reading), each line ended by `\n`:
 //!
 //! ```text
 //! line  content                 example
