@@ -23,6 +23,7 @@ pub fn engine(e: &EngineError) -> ErrorCode {
         | EngineError::Io { .. }
         | EngineError::CorruptBelowRecoveryPoint { .. }
         | EngineError::BadFile { .. }
+        | EngineError::BadLeaderEpochFile { .. }
         | EngineError::PartitionOffline { .. } => ErrorCode::KafkaStorageError,
         EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         // Retriable: the client refreshes its metadata and tries again.

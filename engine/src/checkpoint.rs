@@ -140,25 +140,48 @@ impl Checkpoint {
 
     /// Replaces `dir/checkpoint` atomically and durably.
     pub async fn store(&self, dir: &Path) -> Result<()> {
-        let tmp: PathBuf = dir.join(TMP_NAME);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .buffered_open(&tmp)
-            .await
-            .map_err(|e| EngineError::io("create checkpoint", &tmp, e))?;
-        index::write_all(&file, &tmp, &self.encode(), 0).await?;
-        file.fdatasync()
-            .await
-            .map_err(|e| EngineError::io("fdatasync checkpoint", &tmp, e))?;
-        file.close()
-            .await
-            .map_err(|e| EngineError::io("close checkpoint", &tmp, e))?;
-        let path = dir.join(FILE_NAME);
-        crate::sys::rename(&tmp, &path)?;
-        sync_dir(dir).await
+        replace_file(
+            dir,
+            FILE_NAME,
+            TMP_NAME,
+            &self.encode(),
+            &ReplaceOps {
+                create: "create checkpoint",
+                fdatasync: "fdatasync checkpoint",
+                close: "close checkpoint",
+            },
+        )
+        .await
     }
+}
+
+/// The operation names an atomic replacement reports in its errors.
+pub(crate) struct ReplaceOps {
+    pub create: &'static str,
+    pub fdatasync: &'static str,
+    pub close: &'static str,
+}
+
+/// Replaces `dir/name` with `bytes` atomically and durably: written to
+/// `dir/tmp_name`, fdatasync'd, renamed over `dir/name`, and the directory
+/// fsync'd. A crash leaves either the old file or the new one (and perhaps a
+/// `.tmp` leftover, which opening removes). For small metadata files.
+pub(crate) async fn replace_file(dir: &Path, name: &str, tmp_name: &str, bytes: &[u8], ops: &ReplaceOps) -> Result<()> {
+    let tmp: PathBuf = dir.join(tmp_name);
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .buffered_open(&tmp)
+        .await
+        .map_err(|e| EngineError::io(ops.create, &tmp, e))?;
+    index::write_all(&file, &tmp, bytes, 0).await?;
+    file.fdatasync()
+        .await
+        .map_err(|e| EngineError::io(ops.fdatasync, &tmp, e))?;
+    file.close().await.map_err(|e| EngineError::io(ops.close, &tmp, e))?;
+    crate::sys::rename(&tmp, &dir.join(name))?;
+    sync_dir(dir).await
 }
 
 /// fsync of a directory, making file creations, renames and removals in it

@@ -88,6 +88,12 @@ pub enum EngineError {
     #[error("{path}: {reason}")]
     BadFile { path: PathBuf, reason: String },
 
+    /// The leader-epoch checkpoint file does not parse or breaks the
+    /// cache's invariants. Opening a log does not fail on it: the cache is
+    /// rebuilt from the segments' batch headers and the file rewritten.
+    #[error("{path}: bad leader-epoch checkpoint: {reason}")]
+    BadLeaderEpochFile { path: PathBuf, reason: String },
+
     #[error("invalid log config {key}={value}: {reason}")]
     InvalidConfig {
         key: &'static str,

@@ -7,6 +7,10 @@
 //! `flush_lock` syncs everything in the kernel at that moment, and the others
 //! find their offsets durable when they get the lock.
 //!
+//! Before the recovery point moves, the leader-epoch file is rewritten if
+//! the cache changed, so that a recovery point never passes an epoch start
+//! the file does not record.
+//!
 //! A failed fsync poisons the log. Retrying is unsafe: after a failed
 //! fdatasync the kernel may have dropped the dirty pages and a second call
 //! would report success for data that is gone.
@@ -66,6 +70,10 @@ impl PartitionLog {
                 return Err(e);
             }
         }
+        // The recovery point must not pass an epoch start the leader-epoch
+        // file does not record: recovery rebuilds only the entries of the
+        // batches it scans, from the recovery point on.
+        self.persist_epochs().await?;
         // What was in the kernel when the sync started is now durable. The
         // end offset may lag it by appends that have not returned yet; those
         // bytes are in the kernel, so the end may move up with it.
@@ -149,6 +157,7 @@ impl PartitionLog {
         }
         active.meta_mut().push_time_entry(active.base());
         active.sync_all().await.map_err(|e| self.poison_with(e))?;
+        self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
         self.closed.set(true);
         self.write_checkpoint(Shutdown::Clean).await
     }

@@ -16,10 +16,12 @@
 //! `flush.messages` / `flush.ms` with group commits ([`flush`]); unclean
 //! shutdowns are recovered by a CRC scan from the recovery point
 //! ([`recovery`]); retention deletes whole old segments ([`retention`]).
+//! Each log keeps its leader epochs and where each started
+//! ([`leader_epoch`]), for OffsetForLeaderEpoch.
 //!
 //! The on-disk formats are documented byte by byte in the module of the file
 //! that writes them: [`batch`], [`offset_index`], [`time_index`],
-//! [`checkpoint`].
+//! [`checkpoint`], [`leader_epoch`].
 
 pub mod batch;
 pub mod batch_cache;
@@ -30,6 +32,7 @@ pub mod error;
 pub mod fifo;
 pub mod flush;
 pub mod index;
+pub mod leader_epoch;
 pub mod log;
 pub mod log_config;
 pub mod log_manager;
@@ -52,6 +55,7 @@ pub mod truncate;
 pub mod types;
 
 pub use error::{BatchError, EngineError, Result};
+pub use leader_epoch::{EpochEntry, LeaderEpochCache};
 pub use log::{AppendInfo, AppendMode, PartitionLog};
 pub use log_config::LogConfig;
 pub use log_read::{FileRegion, LogRead, ReadRegion, SizeLimit};

@@ -12,6 +12,12 @@
 //! by `flush_lock`: one fdatasync covers every append before it. Truncation
 //! takes both locks.
 //!
+//! The leader-epoch cache ([`crate::leader_epoch`]) is updated in the append
+//! turn, batch by batch, and its file is rewritten (under `epoch_file_lock`,
+//! after `flush_lock` and `checkpoint_lock` when those are held) before an
+//! append that changed it returns and before a flush moves the recovery
+//! point.
+//!
 //! The other concerns live in their own files, as further `impl` blocks:
 //! reads ([`crate::log_read`]), opening and recovery ([`crate::recovery`]),
 //! flushing ([`crate::flush`]), retention ([`crate::retention`]) and
@@ -30,6 +36,7 @@ use crate::batch_cache::{BatchCache, CachedBatch};
 use crate::checkpoint::{Checkpoint, RecoveryPoint, Shutdown};
 use crate::clock::Clock;
 use crate::error::{EngineError, Result};
+use crate::leader_epoch::{EpochEntry, LeaderEpochCache};
 use crate::log_config::LogConfig;
 use crate::offsets::LogOffsets;
 use crate::segment::Segment;
@@ -107,6 +114,13 @@ pub struct PartitionLog {
     pub(crate) turns: crate::fifo::TurnOrder,
     pub(crate) flush_lock: Semaphore,
     pub(crate) checkpoint_lock: Semaphore,
+    /// The leader epochs of the log and where each starts.
+    pub(crate) epochs: RefCell<LeaderEpochCache>,
+    /// `epochs` differs from the leader-epoch file (or may: a write of it
+    /// is under way).
+    pub(crate) epochs_dirty: Cell<bool>,
+    /// Serialises writes of the leader-epoch file.
+    pub(crate) epoch_file_lock: Semaphore,
 }
 
 impl PartitionLog {
@@ -252,8 +266,91 @@ impl PartitionLog {
         }
         self.offsets.borrow_mut().advance_end(appender.written_next());
         self.flush_state.borrow_mut().appended_records += info.records;
+        // A batch that started an epoch is acknowledged only once the
+        // leader-epoch file says so.
+        self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
         self.flush_if_policy_says().await?;
         Ok(info)
+    }
+
+    /// What a new leader calls: its epoch starts at the log end offset (after
+    /// every append called before this one). Takes its turn like appends
+    /// and truncation; the leader-epoch file records the epoch when this
+    /// returns. An epoch at or below the latest one changes nothing.
+    pub async fn assign_leader_epoch(self: &Rc<Self>, epoch: LeaderEpoch) -> Result<()> {
+        let ticket = self.turns.ticket();
+        let this = self.clone();
+        detached(async move { this.assign_leader_epoch_inner(epoch, ticket).await }).await
+    }
+
+    async fn assign_leader_epoch_inner(&self, epoch: LeaderEpoch, ticket: u64) -> Result<()> {
+        let ticket = self.turns.hold(ticket);
+        self.check_usable()?;
+        let turn = ticket.turn().await;
+        self.check_usable()?;
+        // Appends before this one have reserved their offsets; once written,
+        // the log end is where the new epoch starts.
+        self.drain_reserved().await?;
+        let start = self.log_end_offset();
+        self.note_epoch(epoch, start);
+        drop(turn);
+        self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
+        tracing::info!(tp = %self.tp, %epoch, start = %start, "leader epoch assigned");
+        Ok(())
+    }
+
+    /// Kafka's OffsetForLeaderEpoch answer for this log: the largest epoch
+    /// at or below `requested` and the end offset of `requested` (the log
+    /// end offset for the latest epoch). `None` for "undefined" (see
+    /// [`LeaderEpochCache::end_offset_for`]).
+    pub fn end_offset_for_epoch(&self, requested: LeaderEpoch) -> Option<(LeaderEpoch, Offset)> {
+        self.epochs.borrow().end_offset_for(requested, self.log_end_offset())
+    }
+
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        self.epochs.borrow().latest_epoch()
+    }
+
+    /// The leader-epoch cache's entries, oldest first.
+    pub fn epoch_entries(&self) -> Vec<EpochEntry> {
+        self.epochs.borrow().entries().to_vec()
+    }
+
+    /// Records that `epoch` covers the batch at `start`; marks the file
+    /// dirty when the cache changed.
+    pub(crate) fn note_epoch(&self, epoch: LeaderEpoch, start: Offset) {
+        if self.epochs.borrow_mut().assign(epoch, start) {
+            self.epochs_dirty.set(true);
+        }
+    }
+
+    /// Marks the leader-epoch file dirty when `changed`.
+    pub(crate) fn epochs_changed(&self, changed: bool) {
+        if changed {
+            self.epochs_dirty.set(true);
+        }
+    }
+
+    /// Rewrites the leader-epoch file if the cache changed since it was
+    /// last written; returns once it is durable. Cheap when nothing
+    /// changed. The caller poisons the log on failure.
+    pub(crate) async fn persist_epochs(&self) -> Result<()> {
+        if !self.epochs_dirty.get() {
+            return Ok(());
+        }
+        let _permit = self
+            .lock(&self.epoch_file_lock, "wait for leader-epoch file lock")
+            .await?;
+        // Another task may have written it meanwhile. `epochs_dirty` stays
+        // set while a write is under way, so nobody returns before it ends.
+        if !self.epochs_dirty.get() {
+            return Ok(());
+        }
+        let snapshot = self.epochs.borrow().clone();
+        snapshot.store(&self.dir).await?;
+        // Changes made during the write need another one.
+        self.epochs_dirty.set(*self.epochs.borrow() != snapshot);
+        Ok(())
     }
 
     /// Validates every batch of a record set; returns each one's position in
@@ -359,6 +456,7 @@ impl PartitionLog {
         let interval = self.config.borrow().index_interval_bytes;
         let mut next = active.next_offset();
         let mut stamped = Vec::with_capacity(batches.len());
+        let mut stale_epoch = None;
         for (pos, info) in batches {
             let mut info = *info;
             if let AppendMode::Leader { epoch } = mode {
@@ -366,8 +464,21 @@ impl PartitionLog {
                 info.base_offset = next;
                 info.leader_epoch = epoch;
             }
+            if self
+                .epochs
+                .borrow()
+                .latest_epoch()
+                .is_some_and(|l| info.leader_epoch.0 >= 0 && info.leader_epoch < l)
+            {
+                stale_epoch = Some(info.leader_epoch);
+            }
+            self.note_epoch(info.leader_epoch, info.base_offset);
             next = info.next_offset();
             stamped.push((*pos, info));
+        }
+        if let Some(epoch) = stale_epoch {
+            tracing::warn!(tp = %self.tp, %epoch, latest = ?self.latest_epoch(), ?mode,
+                "appended a batch of an epoch older than the latest; the leader-epoch cache ignores it");
         }
         let bytes = records.freeze();
         let now = self.clock.now_ms();

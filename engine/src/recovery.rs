@@ -19,6 +19,17 @@
 //!
 //! Recovery then fsyncs what it kept, so the recovery point moves to the end.
 //! Any index that fails its checks is rebuilt by a scan, in either case.
+//!
+//! The leader-epoch cache ([`crate::leader_epoch`]) is loaded from its file.
+//! An unclean recovery drops the entries from the first scanned segment on
+//! and rebuilds them from the batches the scan validates (the file is kept
+//! ahead of the recovery point, so the entries below it are all there).
+//! The cache is then cut to the recovered log end and log start. A file
+//! that does not parse does not stop the partition from opening: a warning
+//! is logged and the cache is rebuilt by walking the batch headers of every
+//! segment, as it is when the file is missing from a log that holds data (a
+//! directory from before the file existed). The file is rewritten whenever
+//! open changed the cache.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -30,6 +41,7 @@ use crate::batch_cache::BatchCache;
 use crate::checkpoint::{self, Checkpoint, RecoveryPoint, Shutdown};
 use crate::clock::Clock;
 use crate::error::{EngineError, Result};
+use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{FlushState, PartitionLog};
 use crate::log_config::LogConfig;
 use crate::offsets::LogOffsets;
@@ -72,6 +84,9 @@ pub struct OpenReport {
     pub segments_scanned: usize,
     pub truncated_at: Option<(PathBuf, u64)>,
     pub segments_deleted: usize,
+    /// The leader-epoch cache was rebuilt from the segments' batch headers
+    /// (its file was missing from a log with data, or did not parse).
+    pub epochs_rebuilt: bool,
 }
 
 impl PartitionLog {
@@ -101,9 +116,19 @@ impl PartitionLog {
             segments_scanned: 0,
             truncated_at: None,
             segments_deleted: 0,
+            epochs_rebuilt: false,
         };
         check_recovery_segment_present(&dir, &bases, &cp, params.repair)?;
-        let mut segments = load_segments(&params, &bases, &cp, &mut report).await?;
+        let (on_disk, mut epoch_file_ok) = match LeaderEpochCache::load(&dir).await {
+            Ok(c) => (c, true),
+            Err(e @ EngineError::BadLeaderEpochFile { .. }) => {
+                tracing::warn!(tp = %params.tp, error = %e, "unreadable leader-epoch checkpoint: rebuilding it from the segments");
+                (None, false)
+            }
+            Err(e) => return Err(e),
+        };
+        let mut epochs = on_disk.clone().unwrap_or_default();
+        let mut segments = load_segments(&params, &bases, &cp, &mut report, &mut epochs).await?;
         let log_start = cp
             .log_start
             .max(segments.front().map(|s| s.base()).unwrap_or(cp.log_start));
@@ -124,6 +149,21 @@ impl PartitionLog {
         checkpoint::sync_dir(&dir).await?;
         let active = segments.back().cloned().unwrap_or_else(|| unreachable!());
         let end = active.next_offset();
+        if on_disk.is_none() && segments.iter().any(|s| s.size() > 0) {
+            if epoch_file_ok {
+                tracing::warn!(tp = %params.tp, "no leader-epoch checkpoint for a log with data: rebuilding it from the segments");
+            }
+            epoch_file_ok = false;
+        }
+        if !epoch_file_ok {
+            epochs = rebuild_epochs(&segments).await?;
+            report.epochs_rebuilt = true;
+        }
+        epochs.truncate_from_end(end);
+        epochs.truncate_from_start(log_start);
+        if on_disk.as_ref() != Some(&epochs) {
+            epochs.store(&dir).await?;
+        }
         let log = Rc::new(PartitionLog {
             tp: params.tp,
             dir,
@@ -150,6 +190,9 @@ impl PartitionLog {
             turns: crate::fifo::TurnOrder::new(),
             flush_lock: Semaphore::new(1),
             checkpoint_lock: Semaphore::new(1),
+            epochs: std::cell::RefCell::new(epochs),
+            epochs_dirty: std::cell::Cell::new(false),
+            epoch_file_lock: Semaphore::new(1),
         });
         log.write_checkpoint(Shutdown::Unclean).await?;
         tracing::info!(tp = %log.tp, ?report, log_start = %log_start, log_end = %end, "opened log");
@@ -231,9 +274,11 @@ async fn load_segments(
     bases: &[Offset],
     cp: &Checkpoint,
     report: &mut OpenReport,
+    epochs: &mut LeaderEpochCache,
 ) -> Result<VecDeque<Rc<Segment>>> {
     let interval = params.config.index_interval_bytes;
     let mut segments = VecDeque::new();
+    let mut epochs_cut = false;
     for (i, &base) in bases.iter().enumerate() {
         let paths = SegmentPaths::new(&params.dir, base);
         let reader = SegmentFile::open(&paths.log).await?;
@@ -251,7 +296,13 @@ async fn load_segments(
             Some(meta) => meta,
             None => {
                 report.segments_scanned += 1;
-                let scanned = segment_load::scan_segment(base, &paths, &reader, interval).await?;
+                if matches!(durable, Durable::Below(_)) && !epochs_cut {
+                    // From here on every batch is scanned: the entries of
+                    // these segments are rebuilt from what survives.
+                    epochs.truncate_from_end(base);
+                    epochs_cut = true;
+                }
+                let scanned = segment_load::scan_segment(base, &paths, &reader, interval, epochs).await?;
                 match settle_scan(params, &paths, scanned, durable, report).await? {
                     (meta, Continue::Yes) => meta,
                     (meta, Continue::No) => {
@@ -328,6 +379,23 @@ async fn delete_segment(dir: &Path, base: Offset) -> Result<()> {
         remove_file(p)?;
     }
     Ok(())
+}
+
+/// The leader-epoch cache of `segments`, from their batch headers (every
+/// batch's epoch and base offset; no CRC checks, these were loaded or
+/// scanned already).
+async fn rebuild_epochs(segments: &VecDeque<Rc<Segment>>) -> Result<LeaderEpochCache> {
+    let mut epochs = LeaderEpochCache::new();
+    for s in segments {
+        let reader = s.reader();
+        let size = s.size();
+        let mut pos = 0u64;
+        while let Some(info) = reader.batch_at(pos, size).await? {
+            epochs.assign(info.leader_epoch, info.base_offset);
+            pos += info.size as u64;
+        }
+    }
+    Ok(epochs)
 }
 
 /// Gives the last segment an appender.

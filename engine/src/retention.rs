@@ -8,7 +8,9 @@
 //!
 //! Both only ever delete a prefix of the segments, oldest first, as Kafka
 //! does. The log start offset moves to the first remaining segment and is
-//! persisted in the checkpoint; reads below it get `OffsetOutOfRange`.
+//! persisted in the checkpoint; reads below it get `OffsetOutOfRange`. The
+//! leader-epoch cache drops the epochs wholly below the new start, and the
+//! one holding it now starts there.
 
 use crate::checkpoint::{RecoveryPoint, Shutdown};
 use crate::error::Result;
@@ -134,6 +136,8 @@ impl PartitionLog {
             .unwrap_or_else(|| unreachable!());
         self.offsets.borrow_mut().advance_log_start(new_start);
         self.cache.borrow_mut().drop_below(new_start);
+        let moved = self.epochs.borrow_mut().truncate_from_start(new_start);
+        self.epochs_changed(moved);
         if self.recovery_point.get().offset < new_start {
             self.recovery_point.set(RecoveryPoint {
                 offset: new_start,
@@ -152,6 +156,7 @@ impl PartitionLog {
         }
         tracing::info!(tp = %self.tp, deleted = removed.len(), bytes = outcome.bytes_deleted,
             log_start = %new_start, "retention deleted segments");
+        self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
         self.write_checkpoint(Shutdown::Unclean).await?;
         Ok(outcome)
     }

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::index::IndexEntry;
+use crate::leader_epoch::LeaderEpochCache;
 use crate::offset_index::{OffsetEntry, OffsetIndex};
 use crate::scan::{ScanStop, Scanner};
 use crate::segment::{Segment, SegmentMeta, SegmentPaths};
@@ -102,7 +103,16 @@ pub struct Scanned {
 /// one in flight while the current one is checked: after direct-mode writes
 /// the page cache is cold, and buffered reads of it ran at a quarter of the
 /// disk's speed (see `docs/benchmarks.md`).
-pub async fn scan_segment(base: Offset, paths: &SegmentPaths, reader: &SegmentFile, interval: u64) -> Result<Scanned> {
+///
+/// Every valid batch is also recorded in `epochs` (its epoch starting at its
+/// base offset, see [`LeaderEpochCache::assign`]).
+pub async fn scan_segment(
+    base: Offset,
+    paths: &SegmentPaths,
+    reader: &SegmentFile,
+    interval: u64,
+    epochs: &mut LeaderEpochCache,
+) -> Result<Scanned> {
     let file_size = reader.size().await?;
     let mut meta = Segment::empty_meta(base, paths);
     meta.offset_index = OffsetIndex::rebuilding(paths.index.clone());
@@ -131,7 +141,7 @@ pub async fn scan_segment(base: Offset, paths: &SegmentPaths, reader: &SegmentFi
                 // glommio chose a polled ring for this file on a device
                 // without poll queues (see `sys::prime_dma_probe`): read the
                 // rest through the page cache.
-                scan_buffered(reader, pos, file_size, &mut scanner, &mut meta, base, interval).await?;
+                scan_buffered(reader, pos, file_size, &mut scanner, &mut meta, base, interval, epochs).await?;
                 break;
             }
         };
@@ -142,7 +152,8 @@ pub async fn scan_segment(base: Offset, paths: &SegmentPaths, reader: &SegmentFi
         let wanted = SCAN_CHUNK_BYTES.min((file_size - pos) as usize);
         let valid = chunk.len().min(wanted);
         scanner.feed(&chunk[..valid], &mut |at, info| {
-            meta.note_batch(base, info, at, interval)
+            meta.note_batch(base, info, at, interval);
+            epochs.assign(info.leader_epoch, info.base_offset);
         });
         if valid < wanted {
             // A short read before the end of the file: finish through the
@@ -156,6 +167,7 @@ pub async fn scan_segment(base: Offset, paths: &SegmentPaths, reader: &SegmentFi
                 &mut meta,
                 base,
                 interval,
+                epochs,
             )
             .await?;
             break;
@@ -167,6 +179,7 @@ pub async fn scan_segment(base: Offset, paths: &SegmentPaths, reader: &SegmentFi
 }
 
 /// Feeds `scanner` the file from `pos` to `file_size` with buffered reads.
+#[allow(clippy::too_many_arguments)]
 async fn scan_buffered(
     reader: &SegmentFile,
     mut pos: u64,
@@ -175,6 +188,7 @@ async fn scan_buffered(
     meta: &mut SegmentMeta,
     base: Offset,
     interval: u64,
+    epochs: &mut LeaderEpochCache,
 ) -> Result<()> {
     while pos < file_size && !scanner.is_stopped() {
         let want = SCAN_CHUNK_BYTES.min((file_size - pos) as usize);
@@ -192,7 +206,10 @@ async fn scan_buffered(
         if chunk.is_empty() {
             break;
         }
-        scanner.feed(&chunk, &mut |at, info| meta.note_batch(base, info, at, interval));
+        scanner.feed(&chunk, &mut |at, info| {
+            meta.note_batch(base, info, at, interval);
+            epochs.assign(info.leader_epoch, info.base_offset);
+        });
         pos += chunk.len() as u64;
     }
     Ok(())

@@ -7,6 +7,11 @@
 //! point inside data that is about to go. The cut is fdatasync'd before the
 //! truncation returns.
 //!
+//! The leader-epoch cache loses the epochs that start at or after the new
+//! end (all of them when the log restarts), and its file is rewritten
+//! before the truncation returns; a crash before that is repaired at open,
+//! which cuts the cache at the recovered log end.
+//!
 //! A batch that straddles the requested offset is removed whole, so the log
 //! may end below it; the new end is returned. Truncating below the log start
 //! empties the log and restarts it at that offset.
@@ -46,6 +51,7 @@ impl PartitionLog {
             self.truncate_within(offset).await
         };
         let end = result.map_err(|e| self.poison_with(e))?;
+        self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
         self.store_checkpoint(Shutdown::Unclean).await?;
         tracing::info!(tp = %self.tp, requested = %offset, end = %end, "truncated log");
         Ok(end)
@@ -67,6 +73,8 @@ impl PartitionLog {
         let fresh = Segment::create(&self.dir, offset, self.mode).await?;
         self.segments.borrow_mut().push_back(Rc::new(fresh));
         self.cache.borrow_mut().clear();
+        let cleared = self.epochs.borrow_mut().clear();
+        self.epochs_changed(cleared);
         self.offsets.borrow_mut().reset(offset);
         self.recovery_point.set(RecoveryPoint {
             offset,
@@ -122,6 +130,8 @@ impl PartitionLog {
         reader.sync().await?;
         self.trim_meta(&segment, cut_pos, new_next).await?;
         self.cache.borrow_mut().truncate(new_next);
+        let cut = self.epochs.borrow_mut().truncate_from_end(new_next);
+        self.epochs_changed(cut);
         self.offsets.borrow_mut().truncate(new_next);
         Ok(new_next)
     }
