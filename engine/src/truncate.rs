@@ -26,26 +26,52 @@ use crate::segment::Segment;
 use crate::segment_appender::SegmentAppender;
 use crate::types::Offset;
 
+/// What a truncation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    /// Remove the batches at or after the offset.
+    To,
+    /// Remove everything and restart the log at the offset.
+    Restart,
+}
+
 impl PartitionLog {
     /// Removes every batch that ends at or after `offset`; returns the new
     /// log end offset. Runs as its own task (see `append`).
+    ///
+    /// At or above the log end no batch goes, but the leader epochs that
+    /// start at or after `offset` still do: a follower cuts there to drop an
+    /// epoch its leader never had.
     pub async fn truncate_to(self: &Rc<Self>, offset: Offset) -> Result<Offset> {
         let ticket = self.turns.ticket();
         let this = self.clone();
-        crate::log::detached(async move { this.truncate_inner(offset, ticket).await }).await
+        crate::log::detached(async move { this.truncate_inner(offset, Cut::To, ticket).await }).await
     }
 
-    async fn truncate_inner(&self, offset: Offset, ticket: u64) -> Result<Offset> {
+    /// Empties the log and restarts it at `offset`, which may lie above the
+    /// log end: what a follower does when its leader's log starts past
+    /// everything it has. Returns the new log end (`offset`).
+    pub async fn restart_at(self: &Rc<Self>, offset: Offset) -> Result<Offset> {
+        assert!(offset.0 >= 0, "restart at a negative offset {offset}");
+        let ticket = self.turns.ticket();
+        let this = self.clone();
+        crate::log::detached(async move { this.truncate_inner(offset, Cut::Restart, ticket).await }).await
+    }
+
+    async fn truncate_inner(&self, offset: Offset, cut: Cut, ticket: u64) -> Result<Offset> {
         let ticket = self.turns.hold(ticket);
         self.check_usable()?;
         let _turn = ticket.turn().await;
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
         let _checkpoint = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
         self.drain_reserved().await?;
-        if offset >= self.log_end_offset() {
+        if cut == Cut::To && offset >= self.log_end_offset() {
+            let dropped = self.epochs.borrow_mut().truncate_from_end(offset);
+            self.epochs_changed(dropped);
+            self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
             return Ok(self.log_end_offset());
         }
-        let result = if offset < self.log_start_offset() {
+        let result = if cut == Cut::Restart || offset < self.log_start_offset() {
             self.truncate_fully(offset).await
         } else {
             self.truncate_within(offset).await

@@ -189,6 +189,46 @@ fn truncation_removes_later_epochs_and_the_file_follows() {
 }
 
 #[test]
+fn truncating_at_the_log_end_drops_only_the_epochs_starting_there() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let log = open(dir.path(), WriteMode::Buffered).await;
+        append_n(&log, 1, 5).await;
+        // A leader that never appended in epoch 3, now a follower whose new
+        // leader never had epoch 3: it cuts at its own log end.
+        log.assign_leader_epoch(LeaderEpoch(3)).await.unwrap();
+        assert_eq!(pairs(&log.epoch_entries()), vec![(1, 0), (3, 5)]);
+        assert_eq!(log.truncate_to(Offset(5)).await.unwrap(), Offset(5));
+        assert_eq!(pairs(&log.epoch_entries()), vec![(1, 0)]);
+        assert_eq!(file_text(dir.path()), "0\n1\n1 0\n");
+        assert_eq!(log.truncate_to(Offset(9)).await.unwrap(), Offset(5));
+        assert_eq!(pairs(&log.epoch_entries()), vec![(1, 0)]);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn restart_at_empties_the_log_and_moves_it_past_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let log = open(dir.path(), WriteMode::Buffered).await;
+        append_n(&log, 1, 5).await;
+        assert_eq!(log.restart_at(Offset(40)).await.unwrap(), Offset(40));
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (Offset(40), Offset(40)));
+        assert_eq!(pairs(&log.epoch_entries()), vec![]);
+        log.append(replica_batch(40, 3, 2), AppendMode::Replica).await.unwrap();
+        assert_eq!(pairs(&log.epoch_entries()), vec![(2, 40)]);
+        log.close().await.unwrap();
+    });
+    run(|| async {
+        let log = open(dir.path(), WriteMode::Buffered).await;
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (Offset(40), Offset(43)));
+        assert_eq!(pairs(&log.epoch_entries()), vec![(2, 40)]);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
 fn clean_close_and_reopen_keep_the_entries() {
     let dir = tempfile::tempdir().unwrap();
     run(|| async {

@@ -27,6 +27,16 @@ pub trait EpochHistory {
     fn end_offset_for(&self, requested: LeaderEpoch, log_end: Offset) -> Option<(LeaderEpoch, Offset)>;
 }
 
+impl EpochHistory for ferrite_engine::LeaderEpochCache {
+    fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        ferrite_engine::LeaderEpochCache::latest_epoch(self)
+    }
+
+    fn end_offset_for(&self, requested: LeaderEpoch, log_end: Offset) -> Option<(LeaderEpoch, Offset)> {
+        ferrite_engine::LeaderEpochCache::end_offset_for(self, requested, log_end)
+    }
+}
+
 /// One truncation step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Truncation {
@@ -98,6 +108,29 @@ mod tests {
             let floor = self.0.iter().rev().find(|e| e.0 <= requested.0);
             Some((LeaderEpoch(floor.map_or(requested.0, |f| f.0)), Offset(higher.1)))
         }
+    }
+
+    #[test]
+    fn the_engine_cache_answers_as_the_model_does() {
+        let mut cache = ferrite_engine::LeaderEpochCache::new();
+        let model = Hist(vec![(1, 0), (2, 10), (4, 20)]);
+        for (e, s) in &model.0 {
+            cache.assign(LeaderEpoch(*e), Offset(*s));
+        }
+        for requested in -1..=6 {
+            let r = LeaderEpoch(requested);
+            let expected = if requested < 0 {
+                None
+            } else {
+                model.end_offset_for(r, Offset(30))
+            };
+            assert_eq!(
+                EpochHistory::end_offset_for(&cache, r, Offset(30)),
+                expected,
+                "epoch {requested}"
+            );
+        }
+        assert_eq!(EpochHistory::latest_epoch(&cache), Some(LeaderEpoch(4)));
     }
 
     fn answer(epoch: i32, end: i64) -> Option<(LeaderEpoch, Offset)> {
