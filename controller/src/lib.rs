@@ -8,9 +8,8 @@
 //! - [`control`]: the controller as a state machine without I/O (events in,
 //!   actions out): membership, topic lifecycle, elections, controlled
 //!   shutdown, preferred elections and leader balance, reassignment.
-//!
-//! Not built yet: the ZooKeeper store and the driver that runs [`control`]
-//! against it.
+//! - [`zk`]: the ZooKeeper store in Kafka's znode layout; [`driver`]: the
+//!   session, controller election, and [`control`] run against ZooKeeper.
 
 pub mod assignment;
 pub mod balance;

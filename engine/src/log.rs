@@ -119,6 +119,9 @@ pub struct PartitionLog {
     /// `epochs` differs from the leader-epoch file (or may: a write of it
     /// is under way).
     pub(crate) epochs_dirty: Cell<bool>,
+    /// Retention deletes nothing at or above this offset (replication sets
+    /// it to the high watermark); `None`: up to the log end.
+    pub(crate) retention_limit: Cell<Option<Offset>>,
     /// Serialises writes of the leader-epoch file.
     pub(crate) epoch_file_lock: Semaphore,
 }
@@ -151,6 +154,13 @@ impl PartitionLog {
     }
 
     /// Every batch below this offset is on the device.
+    /// Bounds retention: no segment holding an offset at or above `limit`
+    /// is deleted, so that a leader never deletes records not yet committed
+    /// (Kafka deletes only below the high watermark). `None`: the log end.
+    pub fn set_retention_limit(&self, limit: Option<Offset>) {
+        self.retention_limit.set(limit);
+    }
+
     pub fn durable_offset(&self) -> Offset {
         self.offsets.borrow().durable()
     }

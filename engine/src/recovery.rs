@@ -192,6 +192,7 @@ impl PartitionLog {
             checkpoint_lock: Semaphore::new(1),
             epochs: std::cell::RefCell::new(epochs),
             epochs_dirty: std::cell::Cell::new(false),
+            retention_limit: std::cell::Cell::new(None),
             epoch_file_lock: Semaphore::new(1),
         });
         log.write_checkpoint(Shutdown::Unclean).await?;

@@ -113,10 +113,12 @@ impl PartitionLog {
                 .collect();
             let total = segs.iter().map(|s| s.size()).sum();
             let mut n = segments_to_delete(&sealed, total, self.clock.now_ms(), retention_ms, retention_bytes);
-            // The log start must stay at or below the log end: a segment
-            // rolled ahead of appends still in flight is not deleted past.
+            // The log start must stay at or below the log end (a segment
+            // rolled ahead of appends still in flight is not deleted past)
+            // and at or below the retention limit (the high watermark).
             let end = self.log_end_offset();
-            while n > 0 && segs[n].base() > end {
+            let limit = self.retention_limit.get().map_or(end, |l| l.min(end));
+            while n > 0 && segs[n].base() > limit {
                 n -= 1;
             }
             n

@@ -104,6 +104,33 @@ fn size_retention_keeps_at_least_retention_bytes() {
 }
 
 #[test]
+fn retention_deletes_nothing_at_or_above_the_retention_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let log = PartitionLog::open(params(dir.path(), config(-1, 1), WriteMode::Buffered, clock))
+            .await
+            .unwrap();
+        for _ in 0..40 {
+            log.append(producer_batch(1, 900, 0, 1), LEADER).await.unwrap();
+        }
+        let bases = log.segment_bases();
+        assert!(bases.len() > 4, "{bases:?}");
+        // A high watermark inside the third segment: only the two below it
+        // may go, however small retention.bytes is.
+        let hw = Offset(bases[2].0 + 1);
+        log.set_retention_limit(Some(hw));
+        log.apply_retention().await.unwrap();
+        assert_eq!(log.log_start_offset(), bases[2]);
+        // With the limit lifted, everything but the active segment goes.
+        log.set_retention_limit(None);
+        log.apply_retention().await.unwrap();
+        assert_eq!(log.segment_count(), 1);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
 fn the_log_manager_runs_retention_every_check_interval() {
     let dir = tempfile::tempdir().unwrap();
     run(|| async {
