@@ -72,3 +72,14 @@ pub enum ReplicationError {
 }
 
 pub type Result<T> = std::result::Result<T, ReplicationError>;
+
+/// What an operation of [`LocalReplica`](crate::local::LocalReplica) fails
+/// with: a refusal of replication's, or the engine's own error (a bad batch
+/// keeps its CORRUPT_MESSAGE / MESSAGE_TOO_LARGE meaning at the edge).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaOpError {
+    #[error(transparent)]
+    Replication(#[from] ReplicationError),
+    #[error(transparent)]
+    Log(#[from] ferrite_engine::EngineError),
+}

@@ -21,14 +21,16 @@ pub mod follower;
 pub mod ids;
 pub mod isr;
 pub mod leader;
+pub mod local;
 pub mod offsets;
 pub mod replica;
 pub mod truncation;
 
 pub use action::{Action, Backoff, Commit, FoundState, IsrWriteOutcome, LeaderAndIsr, LocalLog, ReplicaFetchGrant};
 pub use config::ReplicaConfig;
-pub use error::{ReplicationError, Result};
+pub use error::{ReplicaOpError, ReplicationError, Result};
 pub use ids::{BrokerId, MonoMs, WaiterId, ZkVersion};
 pub use leader::Acks;
+pub use local::{IsrWrite, LocalReplica, ReplicaLinks};
 pub use replica::{PartitionReplica, RoleKind};
 pub use truncation::EpochHistory;

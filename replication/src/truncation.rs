@@ -37,6 +37,18 @@ impl EpochHistory for ferrite_engine::LeaderEpochCache {
     }
 }
 
+/// A live log answers from its own epoch cache and its own log end, which
+/// an append that just completed may have moved past what the caller saw.
+impl EpochHistory for ferrite_engine::PartitionLog {
+    fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        ferrite_engine::PartitionLog::latest_epoch(self)
+    }
+
+    fn end_offset_for(&self, requested: LeaderEpoch, _log_end: Offset) -> Option<(LeaderEpoch, Offset)> {
+        self.end_offset_for_epoch(requested)
+    }
+}
+
 /// One truncation step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Truncation {

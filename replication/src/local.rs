@@ -1,0 +1,300 @@
+//! The thin runtime of one partition's replica on its shard: runs the
+//! [`PartitionReplica`] state machine against the partition's engine log,
+//! and hands what needs the network or ZooKeeper to the broker through
+//! [`ReplicaLinks`].
+//!
+//! Shard-local (`Rc`, `RefCell`): every method runs on the shard that owns
+//! the log. Log actions (epoch assignment, truncation, restart) are awaited
+//! one at a time, in the order the state machine gave them, behind
+//! `action_turn`; the state machine is never borrowed across an await.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use ferrite_engine::notify::Notify;
+use ferrite_engine::types::{LeaderEpoch, Offset, TopicPartition};
+use ferrite_engine::{AppendInfo, AppendMode, PartitionLog};
+use futures::channel::oneshot;
+use glommio::sync::Semaphore;
+
+use crate::action::{Action, Backoff, Commit, IsrWriteOutcome, LeaderAndIsr, LocalLog, ReplicaFetchGrant};
+use crate::config::ReplicaConfig;
+use crate::error::{ReplicaOpError, ReplicationError};
+use crate::ids::{BrokerId, MonoMs, WaiterId, ZkVersion};
+use crate::leader::Acks;
+use crate::replica::{PartitionReplica, RoleKind};
+
+/// A conditional ISR write for the broker to make (and announce).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IsrWrite {
+    pub leader: BrokerId,
+    pub leader_epoch: LeaderEpoch,
+    pub isr: Vec<BrokerId>,
+    pub expected: ZkVersion,
+}
+
+/// What the replica needs from the rest of the broker. Each call only
+/// starts the work; its outcome comes back through the matching
+/// [`LocalReplica`] method.
+pub trait ReplicaLinks {
+    /// Answer with [`LocalReplica::isr_written`].
+    fn write_isr(&self, tp: &TopicPartition, write: IsrWrite);
+    /// Answer with [`LocalReplica::epoch_end_received`].
+    fn ask_epoch_end(&self, tp: &TopicPartition, leader: BrokerId, epoch: LeaderEpoch, backoff: Backoff);
+    /// Fetch from `leader` from `offset`, feeding
+    /// [`LocalReplica::append_fetched`].
+    fn start_fetching(&self, tp: &TopicPartition, leader: BrokerId, offset: Offset);
+    fn stop_fetching(&self, tp: &TopicPartition);
+}
+
+pub struct LocalReplica {
+    log: Rc<PartitionLog>,
+    state: RefCell<PartitionReplica>,
+    links: Rc<dyn ReplicaLinks>,
+    waiting: RefCell<BTreeMap<WaiterId, oneshot::Sender<Result<(), ReplicationError>>>>,
+    next_waiter: Cell<u64>,
+    hw_changed: Notify,
+    action_turn: Semaphore,
+}
+
+fn local_log(log: &PartitionLog) -> LocalLog {
+    LocalLog {
+        log_start: log.log_start_offset(),
+        log_end: log.log_end_offset(),
+    }
+}
+
+impl LocalReplica {
+    /// `hw`: the last high watermark known (a checkpoint), or the log start.
+    pub fn new(
+        log: Rc<PartitionLog>,
+        local: BrokerId,
+        config: ReplicaConfig,
+        hw: Offset,
+        links: Rc<dyn ReplicaLinks>,
+    ) -> Self {
+        let tp = log.topic_partition().clone();
+        let state = PartitionReplica::new(tp, local, config, local_log(&log), hw);
+        log.set_retention_limit(Some(state.hw()));
+        LocalReplica {
+            log,
+            state: RefCell::new(state),
+            links,
+            waiting: RefCell::new(BTreeMap::new()),
+            next_waiter: Cell::new(0),
+            hw_changed: Notify::new(),
+            action_turn: Semaphore::new(1),
+        }
+    }
+
+    pub fn log(&self) -> &Rc<PartitionLog> {
+        &self.log
+    }
+
+    pub fn hw(&self) -> Offset {
+        self.state.borrow().hw()
+    }
+
+    pub fn role(&self) -> RoleKind {
+        self.state.borrow().role()
+    }
+
+    pub fn leader_epoch(&self) -> LeaderEpoch {
+        self.state.borrow().leader_epoch()
+    }
+
+    pub fn isr(&self) -> Option<Vec<BrokerId>> {
+        self.state.borrow().isr()
+    }
+
+    /// Bumped whenever the HW moves: long-polling fetches wait on it.
+    pub fn hw_changed(&self) -> &Notify {
+        &self.hw_changed
+    }
+
+    pub async fn leader_and_isr(&self, state: &LeaderAndIsr, now: MonoMs) -> Result<(), ReplicaOpError> {
+        let log = local_log(&self.log);
+        self.state
+            .borrow_mut()
+            .leader_and_isr(state, log, self.log.as_ref(), now)?;
+        self.run_actions().await
+    }
+
+    pub async fn stop(&self) -> Result<(), ReplicaOpError> {
+        self.state.borrow_mut().stop();
+        self.run_actions().await
+    }
+
+    /// A producer's record set: checked, appended in the current epoch, and
+    /// — with acks=all — answered once committed (or failed), waiting at
+    /// most until `deadline`.
+    pub async fn produce(&self, records: BytesMut, acks: Acks, deadline: MonoMs) -> Result<AppendInfo, ReplicaOpError> {
+        let epoch = {
+            let s = self.state.borrow();
+            s.check_produce(acks)?;
+            s.leader_epoch()
+        };
+        let info = self.log.append(records, AppendMode::Leader { epoch }).await?;
+        self.state.borrow_mut().appended(local_log(&self.log));
+        if acks != Acks::All {
+            self.run_actions().await?;
+            return Ok(info);
+        }
+        let id = WaiterId(self.next_waiter.get());
+        self.next_waiter.set(id.0 + 1);
+        let commit = self.state.borrow_mut().await_commit(id, info.last_offset, deadline);
+        let receiver = match commit {
+            Ok(Commit::Waiting) => {
+                let (tx, rx) = oneshot::channel();
+                self.waiting.borrow_mut().insert(id, tx);
+                Some(rx)
+            }
+            Ok(Commit::Done) => None,
+            Err(e) => {
+                self.run_actions().await?;
+                return Err(e.into());
+            }
+        };
+        self.run_actions().await?;
+        if let Some(rx) = receiver {
+            let tp = self.log.topic_partition().clone();
+            rx.await
+                .unwrap_or(Err(ReplicationError::NotLeader { tp, op: "await acks" }))?;
+        }
+        Ok(info)
+    }
+
+    /// A follower fetches from `fetch_offset`; the records it gets are read
+    /// by the caller, up to the log end (followers read past the HW).
+    pub async fn replica_fetch(
+        &self,
+        follower: BrokerId,
+        fetch_offset: Offset,
+        current_epoch: Option<LeaderEpoch>,
+        now: MonoMs,
+    ) -> Result<ReplicaFetchGrant, ReplicaOpError> {
+        self.state.borrow_mut().appended(local_log(&self.log));
+        let grant = self
+            .state
+            .borrow_mut()
+            .replica_fetch(follower, fetch_offset, current_epoch, now);
+        self.run_actions().await?;
+        Ok(grant?)
+    }
+
+    /// OffsetForLeaderEpoch from a follower.
+    pub fn answer_epoch_end(
+        &self,
+        current_epoch: Option<LeaderEpoch>,
+        requested: LeaderEpoch,
+    ) -> Result<Option<(LeaderEpoch, Offset)>, ReplicationError> {
+        self.state
+            .borrow()
+            .answer_epoch_end(current_epoch, requested, self.log.as_ref())
+    }
+
+    pub async fn epoch_end_received(
+        &self,
+        asked: LeaderEpoch,
+        answer: Result<Option<(LeaderEpoch, Offset)>, ReplicationError>,
+    ) -> Result<(), ReplicaOpError> {
+        self.state
+            .borrow_mut()
+            .epoch_end_received(asked, answer, self.log.as_ref());
+        self.run_actions().await
+    }
+
+    /// Records fetched from the leader (empty: nothing new) and its HW.
+    pub async fn append_fetched(&self, records: BytesMut, leader_hw: Offset) -> Result<(), ReplicaOpError> {
+        if !records.is_empty() {
+            self.log.append(records, AppendMode::Replica).await?;
+        }
+        self.state.borrow_mut().fetched(local_log(&self.log), leader_hw);
+        self.run_actions().await
+    }
+
+    pub async fn fetch_out_of_range(
+        &self,
+        leader_log_start: Offset,
+        leader_log_end: Offset,
+    ) -> Result<(), ReplicaOpError> {
+        self.state
+            .borrow_mut()
+            .fetch_out_of_range(leader_log_start, leader_log_end, self.log.as_ref());
+        self.run_actions().await
+    }
+
+    pub async fn isr_written(&self, leader_epoch: LeaderEpoch, outcome: IsrWriteOutcome) -> Result<(), ReplicaOpError> {
+        self.state.borrow_mut().isr_written(leader_epoch, outcome);
+        self.run_actions().await
+    }
+
+    pub async fn tick(&self, now: MonoMs) -> Result<(), ReplicaOpError> {
+        self.state.borrow_mut().tick(now);
+        self.run_actions().await
+    }
+
+    /// Carries out the actions the state machine produced, one at a time;
+    /// log actions may produce more.
+    async fn run_actions(&self) -> Result<(), ReplicaOpError> {
+        let _turn = self.action_turn.acquire_permit(1).await;
+        loop {
+            let actions = self.state.borrow_mut().take_actions();
+            if actions.is_empty() {
+                return Ok(());
+            }
+            for action in actions {
+                self.carry_out(action).await?;
+            }
+        }
+    }
+
+    async fn carry_out(&self, action: Action) -> Result<(), ReplicaOpError> {
+        let tp = self.log.topic_partition();
+        match action {
+            Action::AssignEpoch { epoch } => self.log.assign_leader_epoch(epoch).await?,
+            Action::WriteIsr {
+                leader,
+                leader_epoch,
+                isr,
+                expected,
+            } => self.links.write_isr(
+                tp,
+                IsrWrite {
+                    leader,
+                    leader_epoch,
+                    isr,
+                    expected,
+                },
+            ),
+            Action::AckDone { id, result } => {
+                if let Some(tx) = self.waiting.borrow_mut().remove(&id) {
+                    // The producer may have gone; nothing to tell then.
+                    let _ = tx.send(result);
+                }
+            }
+            Action::HwChanged { hw } => {
+                self.log.set_retention_limit(Some(hw));
+                self.hw_changed.notify_all();
+            }
+            Action::AskEpochEnd { leader, epoch, backoff } => self.links.ask_epoch_end(tp, leader, epoch, backoff),
+            Action::Truncate { offset } => {
+                self.log.truncate_to(offset).await?;
+                self.state
+                    .borrow_mut()
+                    .truncated(local_log(&self.log), self.log.as_ref());
+            }
+            Action::RestartLog { offset } => {
+                self.log.restart_at(offset).await?;
+                self.state
+                    .borrow_mut()
+                    .truncated(local_log(&self.log), self.log.as_ref());
+            }
+            Action::StartFetching { leader, offset } => self.links.start_fetching(tp, leader, offset),
+            Action::StopFetching => self.links.stop_fetching(tp),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,288 @@
+//! `LocalReplica` on real engine logs: a leader and a follower on one glommio
+//! executor, with the network and ZooKeeper played by the test.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use ferrite_engine::batch::build_batch;
+use ferrite_engine::clock::SystemClock;
+use ferrite_engine::{
+    LeaderEpoch, LogConfig, Offset, OpenParams, PartitionLog, Repair, SizeLimit, TimestampMs, TopicPartition, WriteMode,
+};
+use ferrite_replication::{
+    Acks, Backoff, BrokerId, IsrWrite, IsrWriteOutcome, LeaderAndIsr, LocalReplica, MonoMs, ReplicaConfig,
+    ReplicaLinks, RoleKind, ZkVersion,
+};
+
+const A: BrokerId = BrokerId(1);
+const B: BrokerId = BrokerId(2);
+
+#[derive(Debug)]
+enum Call {
+    WriteIsr(IsrWrite),
+    AskEpochEnd { leader: BrokerId, epoch: LeaderEpoch },
+    Start(BrokerId),
+    Stop,
+}
+
+#[derive(Default)]
+struct Links(RefCell<Vec<Call>>);
+
+impl ReplicaLinks for Links {
+    fn write_isr(&self, _tp: &TopicPartition, write: IsrWrite) {
+        self.0.borrow_mut().push(Call::WriteIsr(write));
+    }
+    fn ask_epoch_end(&self, _tp: &TopicPartition, leader: BrokerId, epoch: LeaderEpoch, _backoff: Backoff) {
+        self.0.borrow_mut().push(Call::AskEpochEnd { leader, epoch });
+    }
+    fn start_fetching(&self, _tp: &TopicPartition, leader: BrokerId, _offset: Offset) {
+        self.0.borrow_mut().push(Call::Start(leader));
+    }
+    fn stop_fetching(&self, _tp: &TopicPartition) {
+        self.0.borrow_mut().push(Call::Stop);
+    }
+}
+
+struct Node {
+    id: BrokerId,
+    replica: LocalReplica,
+    links: Rc<Links>,
+    fetching: RefCell<Option<BrokerId>>,
+}
+
+fn run<T>(f: impl std::future::Future<Output = T>) -> T {
+    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+        .make()
+        .expect("executor")
+        .run(f)
+}
+
+async fn node(id: BrokerId, dir: &Path, min_isr: usize) -> Node {
+    let log = PartitionLog::open(OpenParams {
+        tp: TopicPartition::new("t", 0),
+        dir: dir.to_path_buf(),
+        config: LogConfig::default(),
+        mode: WriteMode::Buffered,
+        clock: Rc::new(SystemClock),
+        repair: Repair::Refuse,
+    })
+    .await
+    .unwrap();
+    let links = Rc::new(Links::default());
+    let config = ReplicaConfig {
+        min_insync_replicas: min_isr,
+        ..ReplicaConfig::default()
+    };
+    let replica = LocalReplica::new(log, id, config, Offset(0), links.clone());
+    Node {
+        id,
+        replica,
+        links,
+        fetching: RefCell::new(None),
+    }
+}
+
+fn state(leader: BrokerId, epoch: i32, isr: &[BrokerId]) -> LeaderAndIsr {
+    LeaderAndIsr {
+        leader: Some(leader),
+        leader_epoch: LeaderEpoch(epoch),
+        isr: isr.to_vec(),
+        replicas: vec![A, B],
+        zk_version: ZkVersion(epoch),
+    }
+}
+
+fn batch(n: usize, fill: u8) -> BytesMut {
+    let value = [fill; 100];
+    let values: Vec<&[u8]> = (0..n).map(|_| &value[..]).collect();
+    BytesMut::from(&build_batch(Offset(0), TimestampMs(1), &values)[..])
+}
+
+/// Every batch of a log, as bytes.
+async fn all_bytes(log: &PartitionLog) -> Vec<u8> {
+    let end = log.log_end_offset();
+    let mut out = Vec::new();
+    let mut at = log.log_start_offset();
+    while at < end {
+        let read = log.read(at, 1 << 20, end, SizeLimit::AtLeastOneBatch).await.unwrap();
+        out.extend(read.to_vec().await.unwrap());
+        at = read.next_offset;
+    }
+    out
+}
+
+/// Plays the network and ZooKeeper between `nodes` for `rounds` rounds:
+/// answers every call, and lets each fetching follower fetch once.
+async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
+    let by_id = |id: BrokerId| nodes.iter().find(|n| n.id == id).copied().unwrap();
+    for round in 0..rounds {
+        let now = MonoMs(round as u64);
+        for n in nodes {
+            let calls: Vec<Call> = n.links.0.borrow_mut().drain(..).collect();
+            for call in calls {
+                match call {
+                    Call::WriteIsr(w) => {
+                        assert_eq!(
+                            w.expected,
+                            ZkVersion(*zk_version.borrow()),
+                            "ISR write at a stale version"
+                        );
+                        *zk_version.borrow_mut() += 1;
+                        let version = ZkVersion(*zk_version.borrow());
+                        n.replica
+                            .isr_written(w.leader_epoch, IsrWriteOutcome::Written { version })
+                            .await
+                            .unwrap();
+                    }
+                    Call::AskEpochEnd { leader, epoch } => {
+                        let current = Some(n.replica.leader_epoch());
+                        let answer = by_id(leader).replica.answer_epoch_end(current, epoch);
+                        n.replica.epoch_end_received(epoch, answer).await.unwrap();
+                    }
+                    Call::Start(leader) => *n.fetching.borrow_mut() = Some(leader),
+                    Call::Stop => *n.fetching.borrow_mut() = None,
+                }
+            }
+            let Some(leader) = *n.fetching.borrow() else { continue };
+            let leader = by_id(leader);
+            let from = n.replica.log().log_end_offset();
+            let grant = leader
+                .replica
+                .replica_fetch(n.id, from, Some(n.replica.leader_epoch()), now)
+                .await
+                .unwrap();
+            let records = if from < grant.log_end {
+                let read = leader
+                    .replica
+                    .log()
+                    .read(from, 1 << 20, grant.log_end, SizeLimit::AtLeastOneBatch)
+                    .await
+                    .unwrap();
+                BytesMut::from(&read.to_vec().await.unwrap()[..])
+            } else {
+                BytesMut::new()
+            };
+            n.replica.append_fetched(records, grant.hw).await.unwrap();
+        }
+    }
+}
+
+#[test]
+fn acks_all_waits_for_the_follower_and_the_logs_end_identical() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run(async {
+        let a = Rc::new(node(A, da.path(), 2).await);
+        let b = node(B, db.path(), 2).await;
+        let zk = RefCell::new(1);
+        a.replica
+            .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
+            .await
+            .unwrap();
+        b.replica
+            .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
+            .await
+            .unwrap();
+        assert_eq!(
+            (a.replica.role(), b.replica.role()),
+            (RoleKind::Leader, RoleKind::Follower)
+        );
+        let producer = {
+            let a = a.clone();
+            glommio::spawn_local(async move { a.replica.produce(batch(10, 7), Acks::All, MonoMs(u64::MAX)).await })
+                .detach()
+        };
+        glommio::yield_if_needed().await;
+        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        // Nobody fetched yet: the record is appended but not committed.
+        assert_eq!(a.replica.log().log_end_offset(), Offset(10));
+        assert_eq!(a.replica.hw(), Offset(0));
+        pump(&[&a, &b], &zk, 3).await;
+        let info = producer.await.unwrap().unwrap();
+        assert_eq!(info.last_offset, Offset(9));
+        assert_eq!(a.replica.hw(), Offset(10));
+        assert_eq!(b.replica.hw(), Offset(10));
+        assert_eq!(all_bytes(a.replica.log()).await, all_bytes(b.replica.log()).await);
+        // A caught-up follower stays in the ISR however long it is quiet
+        // (Kafka's rule); once the leader has more, a silent one leaves, and
+        // acks=all is refused.
+        a.replica.tick(MonoMs(1_000_000)).await.unwrap();
+        assert_eq!(a.replica.isr(), Some(vec![A, B]));
+        a.replica
+            .produce(batch(1, 1), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        a.replica.tick(MonoMs(2_000_000)).await.unwrap();
+        pump(&[&a], &zk, 1).await;
+        assert_eq!(a.replica.isr(), Some(vec![A]));
+        let refused = a.replica.produce(batch(1, 1), Acks::All, MonoMs(u64::MAX)).await;
+        assert!(
+            matches!(
+                refused,
+                Err(ferrite_replication::ReplicaOpError::Replication(
+                    ferrite_replication::ReplicationError::NotEnoughReplicas { .. }
+                ))
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(
+            a.replica.log().log_end_offset(),
+            Offset(11),
+            "a refused produce appended"
+        );
+    });
+}
+
+#[test]
+fn a_diverged_follower_truncates_to_the_new_leaders_epoch_and_rejoins() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run(async {
+        let a = node(A, da.path(), 1).await;
+        let b = node(B, db.path(), 1).await;
+        let zk = RefCell::new(1);
+        for n in [&a, &b] {
+            n.replica
+                .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
+                .await
+                .unwrap();
+        }
+        a.replica
+            .produce(batch(5, 1), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        pump(&[&a, &b], &zk, 3).await;
+        assert_eq!(b.replica.log().log_end_offset(), Offset(5));
+        // A, cut off, goes on leading in epoch 2 and takes three records no
+        // one else gets; B is elected in epoch 3 and takes two.
+        *zk.borrow_mut() = 2;
+        a.replica.leader_and_isr(&state(A, 2, &[A]), MonoMs(1)).await.unwrap();
+        a.replica
+            .produce(batch(3, 2), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        *zk.borrow_mut() = 3;
+        b.replica.leader_and_isr(&state(B, 3, &[B]), MonoMs(1)).await.unwrap();
+        b.replica
+            .produce(batch(2, 3), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        assert_eq!(a.replica.log().log_end_offset(), Offset(8));
+        // A learns it follows B: it cuts its epoch-2 records and fetches.
+        a.replica.leader_and_isr(&state(B, 3, &[B]), MonoMs(2)).await.unwrap();
+        pump(&[&a, &b], &zk, 4).await;
+        assert_eq!(a.replica.log().log_end_offset(), Offset(7));
+        assert_eq!(all_bytes(a.replica.log()).await, all_bytes(b.replica.log()).await);
+        let epochs: Vec<(i32, i64)> = a
+            .replica
+            .log()
+            .epoch_entries()
+            .iter()
+            .map(|e| (e.epoch.0, e.start_offset.0))
+            .collect();
+        assert_eq!(epochs, vec![(1, 0), (3, 5)]);
+        // And it rejoined B's ISR.
+        assert_eq!(b.replica.isr(), Some(vec![A, B]));
+        assert_eq!(b.replica.hw(), Offset(7));
+    });
+}
