@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod header;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod request;
 pub mod response;
