@@ -5,11 +5,14 @@
 
 pub mod api;
 pub mod api_versions;
+#[cfg(test)]
+mod codec_testing;
 pub mod configs;
 pub mod describe_cluster;
 pub mod errors;
 pub mod fetch;
 pub mod header;
+pub mod leader_and_isr;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
