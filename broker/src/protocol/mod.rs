@@ -20,4 +20,5 @@ pub mod produce;
 pub mod request;
 pub mod response;
 pub mod topics_admin;
+pub mod update_metadata;
 pub mod wire;
