@@ -19,6 +19,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod request;
 pub mod response;
+pub mod stop_replica;
 pub mod topics_admin;
 pub mod update_metadata;
 pub mod wire;
