@@ -8,6 +8,7 @@ pub mod api_versions;
 #[cfg(test)]
 mod codec_testing;
 pub mod configs;
+pub mod controlled_shutdown;
 pub mod describe_cluster;
 pub mod errors;
 pub mod fetch;
