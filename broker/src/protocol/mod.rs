@@ -9,6 +9,7 @@ pub mod api_versions;
 mod codec_testing;
 pub mod configs;
 pub mod controlled_shutdown;
+pub mod controller_rpc;
 pub mod describe_cluster;
 pub mod errors;
 pub mod fetch;
