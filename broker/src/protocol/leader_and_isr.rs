@@ -7,8 +7,8 @@
 //! Request: controller_id int32, controller_epoch int32, broker_epoch int64,
 //! type int8, topic_states [topic_name compact_string, topic_id uuid,
 //! partition_states [partition_index int32, controller_epoch int32,
-//! leader int32, leader_epoch int32, isr [int32], zk_version int32,
-//! replicas [int32], adding_replicas [int32], removing_replicas [int32],
+//! leader int32, leader_epoch int32, isr []int32, zk_version int32,
+//! replicas []int32, adding_replicas []int32, removing_replicas []int32,
 //! is_new bool]], live_leaders [broker_id int32, host_name compact_string,
 //! port int32].
 //!

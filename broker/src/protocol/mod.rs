@@ -2,6 +2,13 @@
 //! encoding of responses. Malformed frames are reported as [`wire::WireError`]
 //! and close the connection; nothing is allocated from a length before it is
 //! checked against the bytes present.
+//!
+//! The inter-broker RPCs (OffsetForLeaderEpoch, LeaderAndIsr,
+//! UpdateMetadata, StopReplica, ControlledShutdown) have both ends here,
+//! since one Ferrite broker sends them to another; [`controller_rpc`] maps
+//! the controller's requests onto them. They are not in [`api::ApiKey`]:
+//! every key there is advertised by ApiVersions and dispatched by
+//! [`request`], so each of these files keeps its own key and versions.
 
 pub mod api;
 pub mod api_versions;

@@ -6,8 +6,8 @@
 //! Request: controller_id int32, controller_epoch int32, broker_epoch int64,
 //! topic_states [topic_name compact_string, topic_id uuid, partition_states
 //! [partition_index int32, controller_epoch int32, leader int32,
-//! leader_epoch int32, isr [int32], zk_version int32, replicas [int32],
-//! offline_replicas [int32]]], live_brokers [id int32, endpoints [port int32,
+//! leader_epoch int32, isr []int32, zk_version int32, replicas []int32,
+//! offline_replicas []int32]], live_brokers [id int32, endpoints [port int32,
 //! host compact_string, listener compact_string, security_protocol int16],
 //! rack compact_nullable_string].
 //!
