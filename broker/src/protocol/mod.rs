@@ -2,18 +2,33 @@
 //! encoding of responses. Malformed frames are reported as [`wire::WireError`]
 //! and close the connection; nothing is allocated from a length before it is
 //! checked against the bytes present.
+//!
+//! The inter-broker RPCs (OffsetForLeaderEpoch, LeaderAndIsr,
+//! UpdateMetadata, StopReplica, ControlledShutdown) have both ends here,
+//! since one Ferrite broker sends them to another; [`controller_rpc`] maps
+//! the controller's requests onto them. They are not in [`api::ApiKey`]:
+//! every key there is advertised by ApiVersions and dispatched by
+//! [`request`], so each of these files keeps its own key and versions.
 
 pub mod api;
 pub mod api_versions;
+#[cfg(test)]
+mod codec_testing;
 pub mod configs;
+pub mod controlled_shutdown;
+pub mod controller_rpc;
 pub mod describe_cluster;
 pub mod errors;
 pub mod fetch;
 pub mod header;
+pub mod leader_and_isr;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod request;
 pub mod response;
+pub mod stop_replica;
 pub mod topics_admin;
+pub mod update_metadata;
 pub mod wire;

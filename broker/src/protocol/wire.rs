@@ -209,6 +209,17 @@ impl Reader {
         self.take_bytes(n, what).map(Some)
     }
 
+    /// A non-null array of int32 (classic or compact), bounded by the bytes
+    /// left.
+    pub fn i32_array(&mut self, flexible: bool, what: &'static str) -> WireResult<Vec<i32>> {
+        let n = self.array_len_required(flexible, 4, what)?;
+        let mut v = Vec::with_capacity(capacity(n));
+        for _ in 0..n {
+            v.push(self.i32(what)?);
+        }
+        Ok(v)
+    }
+
     /// Skips a tagged-field section (flexible versions). Ferrite reads no
     /// tagged request fields yet; unknown tags are ignored as Kafka requires.
     pub fn skip_tagged_fields(&mut self) -> WireResult<()> {
@@ -312,6 +323,14 @@ impl Writer {
             (true, None) => self.unsigned_varint(0),
             (false, Some(n)) => self.i32(n as i32),
             (false, None) => self.i32(-1),
+        }
+    }
+
+    /// A non-null array of int32.
+    pub fn i32_array(&mut self, flexible: bool, v: &[i32]) {
+        self.array_len(flexible, Some(v.len()));
+        for x in v {
+            self.i32(*x);
         }
     }
 
