@@ -38,6 +38,56 @@ pub struct BrokerConfig {
     pub connection_requests_inflight_max: usize,
     /// The longest a fetch long-polls, whatever it asks (`ferrite.fetch.wait.max.ms`).
     pub fetch_wait_ms_max: u64,
+    /// Replication and controller settings, used when `zookeeper.connect` is set.
+    pub cluster: ClusterConfig,
+}
+
+/// The settings of a broker in a ZooKeeper cluster, under Kafka's names.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// `zookeeper.session.timeout.ms`.
+    pub zk_session_timeout_ms: u64,
+    /// `replica.lag.time.max.ms` (Kafka's default 30 s).
+    pub replica_lag_time_max_ms: u64,
+    /// `replica.fetch.wait.max.ms`.
+    pub replica_fetch_wait_max_ms: u64,
+    /// `replica.fetch.min.bytes`.
+    pub replica_fetch_min_bytes: i32,
+    /// `replica.fetch.max.bytes` (per partition), and
+    /// `replica.fetch.response.max.bytes` (per request).
+    pub replica_fetch_max_bytes: i32,
+    pub replica_fetch_response_max_bytes: i32,
+    /// `min.insync.replicas` (topics may override it).
+    pub min_insync_replicas: usize,
+    /// `unclean.leader.election.enable` (topics may override it).
+    pub unclean_leader_election: bool,
+    /// `auto.leader.rebalance.enable`.
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds`.
+    pub leader_imbalance_check_interval_s: u64,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub leader_imbalance_per_broker_pct: u32,
+    /// `controlled.shutdown.enable`.
+    pub controlled_shutdown: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> ClusterConfig {
+        ClusterConfig {
+            zk_session_timeout_ms: 18_000,
+            replica_lag_time_max_ms: 30_000,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_min_bytes: 1,
+            replica_fetch_max_bytes: 1 << 20,
+            replica_fetch_response_max_bytes: 10 << 20,
+            min_insync_replicas: 1,
+            unclean_leader_election: false,
+            auto_leader_rebalance: true,
+            leader_imbalance_check_interval_s: 300,
+            leader_imbalance_per_broker_pct: 10,
+            controlled_shutdown: true,
+        }
+    }
 }
 
 impl Default for BrokerConfig {
@@ -63,6 +113,7 @@ impl Default for BrokerConfig {
             metrics_listen: None,
             connection_requests_inflight_max: 32,
             fetch_wait_ms_max: 30_000,
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -196,6 +247,20 @@ impl BrokerConfig {
                     self.write_mode = WriteMode::parse(v).ok_or_else(|| invalid(k, v, "expected direct or buffered"))?
                 }
                 "log.recovery.repair" => self.recovery_repair = boolean(k, v)?,
+                "zookeeper.session.timeout.ms" => self.cluster.zk_session_timeout_ms = num(k, v)?,
+                "replica.lag.time.max.ms" => self.cluster.replica_lag_time_max_ms = num(k, v)?,
+                "replica.fetch.wait.max.ms" => self.cluster.replica_fetch_wait_max_ms = num(k, v)?,
+                "replica.fetch.min.bytes" => self.cluster.replica_fetch_min_bytes = num(k, v)?,
+                "replica.fetch.max.bytes" => self.cluster.replica_fetch_max_bytes = num(k, v)?,
+                "replica.fetch.response.max.bytes" => self.cluster.replica_fetch_response_max_bytes = num(k, v)?,
+                "min.insync.replicas" => self.cluster.min_insync_replicas = num(k, v)?,
+                "unclean.leader.election.enable" => self.cluster.unclean_leader_election = boolean(k, v)?,
+                "auto.leader.rebalance.enable" => self.cluster.auto_leader_rebalance = boolean(k, v)?,
+                "leader.imbalance.check.interval.seconds" => {
+                    self.cluster.leader_imbalance_check_interval_s = num(k, v)?
+                }
+                "leader.imbalance.per.broker.percentage" => self.cluster.leader_imbalance_per_broker_pct = num(k, v)?,
+                "controlled.shutdown.enable" => self.cluster.controlled_shutdown = boolean(k, v)?,
                 "ferrite.shards" => self.shards = num(k, v)?,
                 "ferrite.fetch.wait.max.ms" => self.fetch_wait_ms_max = num(k, v)?,
                 "ferrite.metrics.listen" => {

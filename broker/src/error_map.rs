@@ -1,8 +1,9 @@
-//! Engine and controller errors as Kafka error codes — the only place they
+//! Engine, replication and controller errors as Kafka error codes — the only place they
 //! are mapped.
 
 use ferrite_controller::ControllerError;
 use ferrite_engine::{BatchError, EngineError};
+use ferrite_replication::{ReplicaOpError, ReplicationError};
 
 use crate::protocol::errors::ErrorCode;
 use crate::shard::AdminError;
@@ -42,7 +43,9 @@ pub fn controller(e: &ControllerError) -> ErrorCode {
         ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         ControllerError::Io { .. } | ControllerError::BadFile { .. } => ErrorCode::KafkaStorageError,
         // ZooKeeper unreachable or a znode unreadable: the request may work later.
-        ControllerError::Zk { .. } | ControllerError::BadZnode { .. } => ErrorCode::RequestTimedOut,
+        ControllerError::Zk { .. } | ControllerError::BadZnode { .. } | ControllerError::Unavailable { .. } => {
+            ErrorCode::RequestTimedOut
+        }
         ControllerError::NotController => ErrorCode::NotController,
     }
 }
@@ -51,5 +54,25 @@ pub fn admin(e: &AdminError) -> ErrorCode {
     match e {
         AdminError::Controller(c) => controller(c),
         AdminError::Engine(e) => engine(e),
+    }
+}
+
+pub fn replication(e: &ReplicationError) -> ErrorCode {
+    match e {
+        ReplicationError::NotLeader { .. } | ReplicationError::NotAReplica { .. } => ErrorCode::NotLeaderOrFollower,
+        ReplicationError::NotEnoughReplicas { .. } => ErrorCode::NotEnoughReplicas,
+        ReplicationError::NotEnoughReplicasAfterAppend { .. } => ErrorCode::NotEnoughReplicasAfterAppend,
+        ReplicationError::TimedOut { .. } | ReplicationError::TooManyWaiting { .. } => ErrorCode::RequestTimedOut,
+        ReplicationError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+        ReplicationError::UnknownLeaderEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
+        ReplicationError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+        ReplicationError::StaleLeaderEpoch { .. } => ErrorCode::StaleControllerEpoch,
+    }
+}
+
+pub fn replica_op(e: &ReplicaOpError) -> ErrorCode {
+    match e {
+        ReplicaOpError::Replication(r) => replication(r),
+        ReplicaOpError::Log(l) => engine(l),
     }
 }

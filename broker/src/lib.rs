@@ -5,6 +5,7 @@
 
 pub mod cli_topics;
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod error_map;
 pub mod handlers;

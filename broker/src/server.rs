@@ -12,6 +12,9 @@ use ferrite_engine::recovery::Repair;
 use ferrite_engine::shard::{online_cpus, InitFn, Pinning, RuntimeConfig, ShardRuntime};
 use ferrite_engine::{LogConfig, TopicPartition};
 
+use crate::cluster::replicas::ShardReplicas;
+use crate::cluster::zk_thread::ClusterThread;
+use crate::cluster::{ClusterRequest, ClusterShared};
 use crate::config::BrokerConfig;
 use crate::shard::{BrokerShard, Stale};
 
@@ -28,6 +31,16 @@ pub enum ServerError {
 /// A running broker.
 pub struct Server {
     runtime: ShardRuntime<BrokerShard>,
+    /// In a cluster: the thread talking to ZooKeeper.
+    cluster: Option<ClusterThread>,
+}
+
+/// Where a broker's metadata comes from.
+enum MetaSource {
+    /// `ferrite standalone` and a broker without `zookeeper.connect`.
+    Embedded(EmbeddedStore),
+    /// The cluster: the controller's UpdateMetadata requests.
+    Cluster(Arc<ClusterShared>),
 }
 
 fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
@@ -57,18 +70,38 @@ impl Server {
     /// starts listening. Returns once every shard serves.
     pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
         crate::metrics::install();
-        if config.zookeeper_connect.is_some() {
-            tracing::warn!("zookeeper.connect is set, but clustering is not built yet: running as a single broker");
-        }
         let broker = BrokerMeta {
             id: BrokerId(config.broker_id),
             host: config.advertised_host.clone(),
             port: config.advertised_port,
             rack: None,
         };
-        let store = EmbeddedStore::open(&config.log_dir, broker)?;
-        let meta = Arc::new(store.meta().clone());
-        let store = Arc::new(Mutex::new(Some(store)));
+        let (source, cluster) = if config.zookeeper_connect.is_some() {
+            let thread =
+                ClusterThread::start(&config).map_err(|e| ServerError::Other(format!("cluster thread: {e}")))?;
+            (MetaSource::Cluster(thread.shared.clone()), Some(thread))
+        } else {
+            (
+                MetaSource::Embedded(EmbeddedStore::open(&config.log_dir, broker.clone())?),
+                None,
+            )
+        };
+        let (meta, store, shared) = match source {
+            MetaSource::Embedded(store) => (Arc::new(store.meta().clone()), Some(store), None),
+            MetaSource::Cluster(shared) => {
+                // Until the controller's first UpdateMetadata: this broker
+                // alone, no topics, no controller known.
+                let meta = ClusterMeta {
+                    version: 0,
+                    cluster_id: String::new(),
+                    controller: BrokerId(-1),
+                    brokers: vec![broker],
+                    topics: Default::default(),
+                };
+                (Arc::new(meta), None, Some(shared))
+            }
+        };
+        let store = Arc::new(Mutex::new(store));
         let config = Arc::new(config);
         let shards = if config.shards == 0 {
             online_cpus()
@@ -80,6 +113,7 @@ impl Server {
             Arc::new(move |id, handle| {
                 let config = config.clone();
                 let meta = meta.clone();
+                let shared = shared.clone();
                 let store = if id.0 == 0 {
                     store.lock().ok().and_then(|mut s| s.take())
                 } else {
@@ -97,7 +131,19 @@ impl Server {
                     )
                     .await?;
                     logs.start_background();
-                    let shard = Rc::new(BrokerShard::new(id, config.clone(), logs, handle, meta.clone(), store));
+                    let replicas = shared.map(ShardReplicas::new);
+                    if let Some(r) = &replicas {
+                        glommio::spawn_local(r.clone().run_ticks()).detach();
+                    }
+                    let shard = Rc::new(BrokerShard::new(
+                        id,
+                        config.clone(),
+                        logs,
+                        handle,
+                        meta.clone(),
+                        store,
+                        replicas,
+                    ));
                     shard.apply_metadata(meta, Stale::Keep).await?;
                     glommio::spawn_local(crate::metrics::report_logs(shard.clone())).detach();
                     Ok(shard)
@@ -113,7 +159,16 @@ impl Server {
                 blocking_threads: ferrite_engine::shard::BLOCKING_THREADS_DEFAULT,
             },
             init,
-        )?;
+        );
+        let runtime = match runtime {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(c) = cluster {
+                    c.stop();
+                }
+                return Err(e.into());
+            }
+        };
         // Listen only once every shard has opened (and recovered) its logs.
         let handle = runtime.handle();
         for shard in 0..shards {
@@ -128,6 +183,9 @@ impl Server {
             ))?;
             if let Err(e) = bound {
                 runtime.stop();
+                if let Some(c) = cluster {
+                    c.stop();
+                }
                 return Err(ServerError::Other(format!("listen on {listen}: {e}")));
             }
         }
@@ -142,12 +200,15 @@ impl Server {
             ))?;
             if let Err(e) = served {
                 runtime.stop();
+                if let Some(c) = cluster {
+                    c.stop();
+                }
                 return Err(ServerError::Other(format!("metrics listen on {addr}: {e}")));
             }
             tracing::info!(%addr, "metrics at http://{addr}/metrics");
         }
         tracing::info!(listen = %config.listen, shards, data = %config.log_dir.display(), "ferrite is serving");
-        Ok(Server { runtime })
+        Ok(Server { runtime, cluster })
     }
 
     /// Every shard's inbox (tests and fuzzing drive handlers through it).
@@ -159,6 +220,9 @@ impl Server {
     /// closes every log cleanly.
     pub fn stop(self) {
         tracing::info!("shutting down");
+        if let Some(c) = &self.cluster {
+            controlled_shutdown(&c.shared);
+        }
         // First every shard stops accepting and lets its connections finish,
         // while the shards can still reach each other; only then do the
         // inboxes close and the logs flush and close.
@@ -182,7 +246,33 @@ impl Server {
             }
         });
         self.runtime.stop();
+        if let Some(c) = self.cluster {
+            c.stop();
+        }
         tracing::info!("stopped");
+    }
+}
+
+/// Controlled shutdown (`controlled.shutdown.enable`): asks the controller
+/// to move this broker's leaderships away, a few times, before stopping.
+fn controlled_shutdown(shared: &Arc<ClusterShared>) {
+    const ATTEMPTS_MAX: usize = 3;
+    const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);
+    if !shared.config.controlled_shutdown {
+        return;
+    }
+    for attempt in 1..=ATTEMPTS_MAX {
+        let answer = futures_lite::future::block_on(shared.ask(|reply| ClusterRequest::ControlledShutdown { reply }));
+        match answer {
+            Some(Ok(left)) if left.is_empty() => {
+                tracing::info!("controlled shutdown: no leaderships left");
+                return;
+            }
+            Some(Ok(left)) => tracing::warn!(attempt, still_leading = left.len(), "controlled shutdown incomplete"),
+            Some(Err(e)) => tracing::warn!(attempt, error = %e, "controlled shutdown failed"),
+            None => return,
+        }
+        std::thread::sleep(RETRY_BACKOFF);
     }
 }
 

@@ -22,6 +22,8 @@ use ferrite_engine::notify::Notify;
 use ferrite_engine::shard::{ShardHandle, ShardService};
 use ferrite_engine::{EngineError, LogConfig, PartitionLog, ShardId, TopicPartition};
 
+use crate::cluster::replicas::ShardReplicas;
+use crate::cluster::ClusterShared;
 use crate::config::BrokerConfig;
 
 /// What to do with local logs the metadata no longer names.
@@ -79,6 +81,9 @@ pub struct BrokerShard {
     connections_changed: Notify,
     /// One metadata installation at a time on this shard.
     install_lock: glommio::sync::Semaphore,
+    /// In a cluster: the replicas of this shard's partitions (`None` for
+    /// `ferrite standalone`, whose logs are served directly).
+    pub replicas: Option<Rc<ShardReplicas>>,
 }
 
 impl BrokerShard {
@@ -89,6 +94,7 @@ impl BrokerShard {
         handle: ShardHandle<BrokerShard>,
         meta: Arc<ClusterMeta>,
         store: Option<EmbeddedStore>,
+        replicas: Option<Rc<ShardReplicas>>,
     ) -> BrokerShard {
         BrokerShard {
             id,
@@ -102,7 +108,13 @@ impl BrokerShard {
             connections: Cell::new(0),
             connections_changed: Notify::new(),
             install_lock: glommio::sync::Semaphore::new(1),
+            replicas,
         }
+    }
+
+    /// The cluster this broker belongs to, if any.
+    pub fn cluster(&self) -> Option<&Arc<ClusterShared>> {
+        self.replicas.as_ref().map(|r| &r.cluster)
     }
 
     pub fn shard_count(&self) -> usize {
@@ -138,6 +150,14 @@ impl BrokerShard {
         })?;
         if stale == Stale::Delete && meta.version < self.meta.borrow().version {
             // A newer snapshot (which includes this change) is installed.
+            return Ok(());
+        }
+        if self.replicas.is_some() {
+            // In a cluster, LeaderAndIsr and StopReplica create and delete
+            // logs; the metadata is only served.
+            if meta.version >= self.meta.borrow().version {
+                *self.meta.borrow_mut() = meta;
+            }
             return Ok(());
         }
         *self.meta.borrow_mut() = meta.clone();
@@ -207,7 +227,10 @@ impl BrokerShard {
 
     /// Carries out `op` on shard 0's store and installs the result on every
     /// shard before returning.
-    pub async fn admin(&self, op: AdminOp) -> Result<TopicMeta, AdminError> {
+    pub async fn admin(self: &Rc<Self>, op: AdminOp) -> Result<TopicMeta, AdminError> {
+        if self.replicas.is_some() {
+            return self.cluster_admin(op).await;
+        }
         let handle = self.handle.clone();
         let result = self
             .handle
@@ -256,6 +279,9 @@ impl BrokerShard {
     /// Stops listeners and tells connections to finish.
     pub fn begin_stop(&self) {
         self.stopping.set(true);
+        if let Some(r) = &self.replicas {
+            r.stopped.set(true);
+        }
         self.stop_signal.notify_all();
     }
 

@@ -40,6 +40,10 @@ pub enum ControllerError {
     BadZnode { path: String, reason: String },
     #[error("another broker became controller (the controller epoch moved on)")]
     NotController,
+    /// The cluster cannot act now (no ZooKeeper session yet, or no
+    /// controller): retriable.
+    #[error("cluster unavailable: {reason}")]
+    Unavailable { reason: String },
 }
 
 pub type Result<T, E = ControllerError> = std::result::Result<T, E>;

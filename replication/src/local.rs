@@ -109,6 +109,11 @@ impl LocalReplica {
         self.state.borrow().isr()
     }
 
+    /// Checks a request's `current_leader_epoch` against this replica's.
+    pub fn check_request_epoch(&self, request: Option<LeaderEpoch>) -> Result<(), ReplicationError> {
+        self.state.borrow().check_request_epoch(request)
+    }
+
     /// Bumped whenever the HW moves: long-polling fetches wait on it.
     pub fn hw_changed(&self) -> &Notify {
         &self.hw_changed
@@ -208,6 +213,10 @@ impl LocalReplica {
 
     /// Records fetched from the leader (empty: nothing new) and its HW.
     pub async fn append_fetched(&self, records: BytesMut, leader_hw: Offset) -> Result<(), ReplicaOpError> {
+        // Records fetched before a truncation round began are not taken.
+        if !self.state.borrow().is_fetching() {
+            return Ok(());
+        }
         if !records.is_empty() {
             self.log.append(records, AppendMode::Replica).await?;
         }

@@ -149,6 +149,17 @@ impl PartitionReplica {
         }
     }
 
+    /// A follower past its truncation, fetching from its leader.
+    pub fn is_fetching(&self) -> bool {
+        matches!(
+            self.role,
+            Role::Follower(FollowerState {
+                leader: Some(_),
+                phase: FollowerPhase::Fetching,
+            })
+        )
+    }
+
     /// The committed ISR, on the leader.
     pub fn isr(&self) -> Option<Vec<BrokerId>> {
         match &self.role {

@@ -11,7 +11,8 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use ferrite_engine::{EngineError, Offset, ReadRegion, SizeLimit, TopicPartition};
+use ferrite_engine::{EngineError, LeaderEpoch, Offset, PartitionLog, ReadRegion, SizeLimit, TopicPartition};
+use ferrite_replication::{BrokerId, RoleKind};
 
 use crate::error_map;
 use crate::protocol::errors::ErrorCode;
@@ -44,22 +45,81 @@ fn dup(fd: i32) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
-async fn read_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, offset: i64, max: usize, first: bool) -> PartRead {
+/// Who fetches, and where a read may go up to.
+#[derive(Clone, Copy, Debug)]
+struct Requester {
+    /// The follower's broker id, or `None` for a consumer.
+    replica: Option<BrokerId>,
+    /// The requester's current leader epoch (`None`: not checked).
+    current_leader_epoch: Option<LeaderEpoch>,
+    fetch_offset: i64,
+}
+
+/// Where reading may go (exclusive), the HW and the log start to report:
+/// the log end on a standalone broker; in a cluster, the HW for consumers
+/// (the log end for followers, whose fetch offset moves the HW).
+async fn read_bounds(
+    s: &BrokerShard,
+    tp: &TopicPartition,
+    who: Requester,
+) -> Result<(Rc<PartitionLog>, Offset, Offset), ErrorCode> {
+    let Some(replicas) = &s.replicas else {
+        let log = s.local_log(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        let end = log.log_end_offset();
+        return Ok((log, end, end));
+    };
+    let replica = replicas.get(tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
+    match who.replica {
+        Some(follower) => {
+            let now = replicas.cluster.now();
+            let grant = replica
+                .replica_fetch(follower, Offset(who.fetch_offset), who.current_leader_epoch, now)
+                .await
+                .map_err(|e| error_map::replica_op(&e))?;
+            Ok((replica.log().clone(), grant.log_end, grant.hw))
+        }
+        None => {
+            if replica.role() != RoleKind::Leader {
+                return Err(ErrorCode::NotLeaderOrFollower);
+            }
+            replica
+                .check_request_epoch(who.current_leader_epoch)
+                .map_err(|e| error_map::replication(&e))?;
+            let hw = replica.hw();
+            Ok((replica.log().clone(), hw, hw))
+        }
+    }
+}
+
+async fn read_on_owner(
+    shard: &Rc<BrokerShard>,
+    tp: TopicPartition,
+    offset: i64,
+    max: usize,
+    first: bool,
+    who: Requester,
+) -> PartRead {
     let owner = shard.owner(&tp);
     let result = shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
-            let hw = log.log_end_offset();
+            let who = Requester {
+                fetch_offset: offset,
+                ..who
+            };
+            let (log, upper, hw) = match read_bounds(&s, &tp, who).await {
+                Ok(b) => b,
+                Err(code) => return Ok::<_, EngineError>((Err(code), -1, -1)),
+            };
             let start = log.log_start_offset().0;
             let limit = if first {
                 SizeLimit::AtLeastOneBatch
             } else {
                 SizeLimit::Strict
             };
-            let read = log.read(Offset(offset), max, hw, limit).await;
+            let read = log.read(Offset(offset), max, upper, limit).await;
             let read = match read {
                 Ok(r) => r,
-                Err(e) => return Ok::<_, EngineError>((Err(e), hw.0, start)),
+                Err(e) => return Ok::<_, EngineError>((Err(error_map::engine(&e)), hw.0, start)),
             };
             let chunks = match read.region {
                 ReadRegion::Empty => Vec::new(),
@@ -91,8 +151,8 @@ async fn read_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, offset: i64,
                 bytes,
             }
         }
-        Ok(Ok((Err(e), hw, start))) => PartRead {
-            error: error_map::engine(&e),
+        Ok(Ok((Err(error), hw, start))) => PartRead {
+            error,
             high_watermark: hw,
             log_start: start,
             chunks: Vec::new(),
@@ -134,7 +194,12 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
             } else {
                 let max = (p.partition_max_bytes.max(0) as u64).min(budget) as usize;
                 let tp = TopicPartition::new(t.topic.clone(), p.partition);
-                read_on_owner(shard, tp, p.fetch_offset, max, total == 0).await
+                let who = Requester {
+                    replica: (f.replica_id >= 0).then_some(BrokerId(f.replica_id)),
+                    current_leader_epoch: (p.current_leader_epoch >= 0).then_some(LeaderEpoch(p.current_leader_epoch)),
+                    fetch_offset: p.fetch_offset,
+                };
+                read_on_owner(shard, tp, p.fetch_offset, max, total == 0, who).await
             };
             any_error |= read.error != ErrorCode::None;
             crate::metrics::fetched(&t.topic, read.bytes);

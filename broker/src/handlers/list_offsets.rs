@@ -19,8 +19,19 @@ async fn lookup(shard: &Rc<BrokerShard>, tp: TopicPartition, timestamp: i64) -> 
     let owner = shard.owner(&tp);
     shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
-            let end = log.log_end_offset();
+            // In a cluster only the leader answers, and "latest" is the high
+            // watermark (consumers see nothing above it).
+            let (log, end) = match &s.replicas {
+                None => {
+                    let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
+                    let end = log.log_end_offset();
+                    (log, end)
+                }
+                Some(replicas) => match replicas.get(&tp) {
+                    Some(r) if r.role() == ferrite_replication::RoleKind::Leader => (r.log().clone(), r.hw()),
+                    _ => return Err(EngineError::UnknownPartition { tp }),
+                },
+            };
             Ok(match timestamp {
                 EARLIEST => (log.log_start_offset().0, -1),
                 LATEST => (end.0, -1),

@@ -3,6 +3,7 @@
 
 mod admin;
 mod fetch;
+mod inter_broker;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -77,6 +78,9 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request) -> Reply {
         RequestBody::CreatePartitions(c) => admin::create_partitions(shard, c, flexible, &mut b).await,
         RequestBody::DescribeConfigs(d) => admin::describe_configs(shard, d, v, flexible, &mut b),
         RequestBody::IncrementalAlterConfigs(a) => admin::alter_configs(shard, a, flexible, &mut b).await,
+        RequestBody::Controller(rpc) => inter_broker::controller_request(shard, rpc, &mut b).await,
+        RequestBody::ControlledShutdown(c) => inter_broker::controlled_shutdown(shard, c, &mut b).await,
+        RequestBody::OffsetForLeaderEpoch(o) => inter_broker::offset_for_leader_epoch(shard, o, v, &mut b).await,
     }
     Reply::of(b)
 }

@@ -1,11 +1,13 @@
 //! Produce: each partition's record set is appended on the shard that owns
 //! the partition. On a single broker, acks=-1 means the local append, as
-//! acks=1; acks=0 gets no response at all.
+//! acks=1; in a cluster the partition's replica takes it (acks=-1 waits for
+//! the ISR, within the request's timeout). acks=0 gets no response at all.
 
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 use ferrite_engine::{AppendMode, EngineError, LeaderEpoch, TopicPartition};
+use ferrite_replication::{Acks, ReplicaOpError, ReplicationError};
 
 use super::metadata::auto_create;
 use crate::error_map;
@@ -25,24 +27,73 @@ fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProduceParti
     }
 }
 
-/// Appends on the owning shard; returns (base offset, log start).
+/// Why a produce to one partition failed.
+enum ProduceFailure {
+    Engine(EngineError),
+    Replica(ReplicaOpError),
+}
+
+impl ProduceFailure {
+    fn code(&self) -> ErrorCode {
+        match self {
+            ProduceFailure::Engine(e) => error_map::engine(e),
+            ProduceFailure::Replica(e) => error_map::replica_op(e),
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ProduceFailure::Engine(e) => e.to_string(),
+            ProduceFailure::Replica(e) => e.to_string(),
+        }
+    }
+}
+
+/// A produce's `acks` (already checked to be -1, 0 or 1).
+fn acks_of(acks: i16) -> Acks {
+    match acks {
+        0 => Acks::None,
+        1 => Acks::Leader,
+        _ => Acks::All,
+    }
+}
+
+/// Appends on the owning shard; returns (base offset, log start). In a
+/// cluster the partition's replica takes the append: it refuses it when
+/// this broker does not lead, and with acks=all answers once committed.
 async fn append_on_owner(
     shard: &Rc<BrokerShard>,
     tp: TopicPartition,
     epoch: i32,
     records: Bytes,
-) -> Result<(i64, i64), EngineError> {
+    acks: i16,
+    timeout_ms: i32,
+) -> Result<(i64, i64), ProduceFailure> {
     let owner = shard.owner(&tp);
     shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let log = s
-                .local_log(&tp)
-                .ok_or_else(|| EngineError::UnknownPartition { tp: tp.clone() })?;
             // The log rewrites offsets in place: it needs the bytes to
             // itself (no copy when this request holds the only reference).
             let owned = records
                 .try_into_mut()
                 .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+            if let Some(replicas) = &s.replicas {
+                let Some(replica) = replicas.get(&tp) else {
+                    return Err(ProduceFailure::Replica(ReplicaOpError::Replication(
+                        ReplicationError::NotLeader { tp, op: "produce" },
+                    )));
+                };
+                let deadline = replicas.cluster.now().plus_ms(timeout_ms.max(0) as u64);
+                let info = replica
+                    .produce(owned, acks_of(acks), deadline)
+                    .await
+                    .map_err(ProduceFailure::Replica)?;
+                crate::metrics::produced(&tp.topic, info.bytes, info.records);
+                return Ok((info.first_offset.0, replica.log().log_start_offset().0));
+            }
+            let log = s
+                .local_log(&tp)
+                .ok_or_else(|| ProduceFailure::Engine(EngineError::UnknownPartition { tp: tp.clone() }))?;
             let info = log
                 .append(
                     owned,
@@ -50,11 +101,13 @@ async fn append_on_owner(
                         epoch: LeaderEpoch(epoch),
                     },
                 )
-                .await?;
+                .await
+                .map_err(ProduceFailure::Engine)?;
             crate::metrics::produced(&tp.topic, info.bytes, info.records);
             Ok((info.first_offset.0, log.log_start_offset().0))
         })
-        .await?
+        .await
+        .map_err(ProduceFailure::Engine)?
 }
 
 /// Answers a produce; returns whether every partition succeeded.
@@ -101,8 +154,9 @@ pub async fn produce(
                 Ok((epoch, records)) => {
                     let shard = shard.clone();
                     let tp = TopicPartition::new(t.name.clone(), index);
+                    let (acks, timeout_ms) = (p.acks, p.timeout_ms);
                     tasks.push(Err(glommio::spawn_local(async move {
-                        match append_on_owner(&shard, tp, epoch, records).await {
+                        match append_on_owner(&shard, tp, epoch, records, acks, timeout_ms).await {
                             Ok((base, start)) => ProducePartitionResponse {
                                 index,
                                 error: 0,
@@ -111,7 +165,7 @@ pub async fn produce(
                                 log_start_offset: start,
                                 error_message: None,
                             },
-                            Err(e) => failed(index, error_map::engine(&e), Some(e.to_string())),
+                            Err(e) => failed(index, e.code(), Some(e.message())),
                         }
                     })));
                 }

@@ -15,6 +15,11 @@ pub enum ApiKey {
     CreatePartitions,
     IncrementalAlterConfigs,
     DescribeCluster,
+    LeaderAndIsr,
+    StopReplica,
+    UpdateMetadata,
+    ControlledShutdown,
+    OffsetForLeaderEpoch,
 }
 
 /// One row of the ApiVersions answer.
@@ -108,6 +113,44 @@ pub const SUPPORTED: &[ApiSupport] = &[
         max: 1,
         flexible_from: 0,
     },
+    // Between brokers: the controller's requests (one version each, see
+    // `controller_rpc`), a broker's ControlledShutdown, and the followers'
+    // OffsetForLeaderEpoch (which consumers may use too, KIP-320).
+    ApiSupport {
+        key: ApiKey::LeaderAndIsr,
+        code: super::leader_and_isr::API_KEY,
+        min: super::leader_and_isr::VERSION,
+        max: super::leader_and_isr::VERSION,
+        flexible_from: 4,
+    },
+    ApiSupport {
+        key: ApiKey::StopReplica,
+        code: super::stop_replica::API_KEY,
+        min: super::stop_replica::VERSION,
+        max: super::stop_replica::VERSION,
+        flexible_from: 2,
+    },
+    ApiSupport {
+        key: ApiKey::UpdateMetadata,
+        code: super::update_metadata::API_KEY,
+        min: super::update_metadata::VERSION,
+        max: super::update_metadata::VERSION,
+        flexible_from: 6,
+    },
+    ApiSupport {
+        key: ApiKey::ControlledShutdown,
+        code: super::controlled_shutdown::API_KEY,
+        min: super::controlled_shutdown::VERSION,
+        max: super::controlled_shutdown::VERSION,
+        flexible_from: 3,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetForLeaderEpoch,
+        code: super::offset_for_leader_epoch::API_KEY,
+        min: super::offset_for_leader_epoch::MIN_VERSION,
+        max: super::offset_for_leader_epoch::MAX_VERSION,
+        flexible_from: super::offset_for_leader_epoch::FLEXIBLE_FROM,
+    },
 ];
 
 impl ApiKey {
@@ -134,6 +177,11 @@ impl ApiKey {
             ApiKey::CreatePartitions => "CreatePartitions",
             ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
             ApiKey::DescribeCluster => "DescribeCluster",
+            ApiKey::LeaderAndIsr => "LeaderAndIsr",
+            ApiKey::StopReplica => "StopReplica",
+            ApiKey::UpdateMetadata => "UpdateMetadata",
+            ApiKey::ControlledShutdown => "ControlledShutdown",
+            ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
         }
     }
 }

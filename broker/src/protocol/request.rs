@@ -5,10 +5,13 @@ use bytes::Bytes;
 use super::api::{ApiKey, ApiSupport};
 use super::api_versions::ApiVersionsRequest;
 use super::configs::{DescribeConfigsRequest, IncrementalAlterConfigsRequest};
+use super::controlled_shutdown::ControlledShutdownRequest;
+use super::controller_rpc::ControllerRpc;
 use super::fetch::FetchRequest;
 use super::header::{RequestHeader, Route};
 use super::list_offsets::ListOffsetsRequest;
 use super::metadata::MetadataRequest;
+use super::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use super::produce::ProduceRequest;
 use super::topics_admin::{CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest};
 use super::wire::{Reader, WireError};
@@ -26,6 +29,10 @@ pub enum RequestBody {
     DescribeConfigs(DescribeConfigsRequest),
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
     DescribeCluster,
+    /// LeaderAndIsr, StopReplica or UpdateMetadata.
+    Controller(ControllerRpc),
+    ControlledShutdown(ControlledShutdownRequest),
+    OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,5 +106,12 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
             super::describe_cluster::decode_request(r, v)?;
             RequestBody::DescribeCluster
         }
+        ApiKey::LeaderAndIsr | ApiKey::StopReplica | ApiKey::UpdateMetadata => {
+            let decoded = ControllerRpc::decode(r, api.code);
+            assert!(decoded.is_some(), "controller APIs decode as ControllerRpc");
+            RequestBody::Controller(decoded.unwrap_or_else(|| unreachable!())?)
+        }
+        ApiKey::ControlledShutdown => RequestBody::ControlledShutdown(ControlledShutdownRequest::decode(r)?),
+        ApiKey::OffsetForLeaderEpoch => RequestBody::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(r, v)?),
     })
 }

@@ -2,6 +2,8 @@
 //! the `kafka-protocol` crate (encoding requests, decoding responses).
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;

@@ -1,0 +1,151 @@
+//! Topic administration in a cluster: the change is written to ZooKeeper
+//! (by the cluster thread), the controller carries it out, and the answer
+//! waits — at most `ADMIN_WAIT_MAX` — until this broker's metadata shows it,
+//! so that a client producing right after CreateTopics finds its leaders.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ferrite_controller::embedded::ConfigOp;
+use ferrite_controller::{topic_config, ControllerError, TopicMeta};
+
+use super::ClusterRequest;
+use crate::shard::{AdminError, AdminOp, BrokerShard};
+
+/// The longest an admin request waits for its change to reach the metadata.
+const ADMIN_WAIT_MAX: Duration = Duration::from_secs(10);
+const ADMIN_POLL: Duration = Duration::from_millis(20);
+
+fn gone() -> AdminError {
+    AdminError::Controller(ControllerError::Unavailable {
+        reason: "the cluster thread has stopped".into(),
+    })
+}
+
+impl BrokerShard {
+    /// Waits until `done` holds for this shard's metadata (or time runs out).
+    async fn wait_for_metadata(&self, done: impl Fn(&ferrite_controller::ClusterMeta) -> bool) {
+        let deadline = Instant::now() + ADMIN_WAIT_MAX;
+        while !done(&self.meta()) && Instant::now() < deadline {
+            glommio::timer::sleep(ADMIN_POLL).await;
+        }
+    }
+
+    pub(crate) async fn cluster_admin(self: &Rc<Self>, op: AdminOp) -> Result<TopicMeta, AdminError> {
+        let Some(cluster) = self.cluster().cloned() else {
+            return Err(gone());
+        };
+        match op {
+            AdminOp::CreateTopic {
+                name,
+                partitions,
+                replication_factor,
+                configs,
+                validate_only,
+            } => {
+                let n = name.clone();
+                let topic = cluster
+                    .ask(|reply| ClusterRequest::CreateTopic {
+                        name: n,
+                        partitions,
+                        replication_factor,
+                        configs,
+                        validate_only,
+                        reply,
+                    })
+                    .await
+                    .ok_or_else(gone)??;
+                if !validate_only {
+                    let count = topic.partitions.len();
+                    self.wait_for_metadata(|m| {
+                        m.topic(&name).is_some_and(|t| {
+                            t.partitions.len() == count && t.partitions.iter().all(|p| p.leader.is_some())
+                        })
+                    })
+                    .await;
+                }
+                Ok(topic)
+            }
+            AdminOp::DeleteTopic { name } => {
+                let before = self.meta().topic(&name).cloned();
+                let n = name.clone();
+                cluster
+                    .ask(|reply| ClusterRequest::DeleteTopic { name: n, reply })
+                    .await
+                    .ok_or_else(gone)??;
+                self.wait_for_metadata(|m| m.topic(&name).is_none()).await;
+                Ok(before.unwrap_or(TopicMeta {
+                    name,
+                    id: [0; 16],
+                    partitions: Vec::new(),
+                    configs: Default::default(),
+                }))
+            }
+            AdminOp::CreatePartitions {
+                name,
+                total,
+                validate_only,
+            } => {
+                let n = name.clone();
+                cluster
+                    .ask(|reply| ClusterRequest::CreatePartitions {
+                        name: n,
+                        total,
+                        validate_only,
+                        reply,
+                    })
+                    .await
+                    .ok_or_else(gone)??;
+                if !validate_only {
+                    self.wait_for_metadata(|m| m.topic(&name).is_some_and(|t| t.partitions.len() as i32 >= total))
+                        .await;
+                }
+                let meta = self.meta();
+                meta.topic(&name)
+                    .cloned()
+                    .ok_or_else(|| AdminError::Controller(ControllerError::UnknownTopic { topic: name }))
+            }
+            AdminOp::AlterConfigs {
+                name,
+                ops,
+                validate_only,
+            } => {
+                let n = name.clone();
+                let mut configs = cluster
+                    .ask(|reply| ClusterRequest::TopicConfig { name: n, reply })
+                    .await
+                    .ok_or_else(gone)??;
+                for op in &ops {
+                    match op {
+                        ConfigOp::Set(k, v) => {
+                            topic_config::validate(k, v)?;
+                            configs.insert(k.clone(), v.clone());
+                        }
+                        ConfigOp::Delete(k) => {
+                            topic_config::validate_key(k)?;
+                            configs.remove(k);
+                        }
+                    }
+                }
+                let mut topic = self
+                    .meta()
+                    .topic(&name)
+                    .cloned()
+                    .ok_or_else(|| AdminError::Controller(ControllerError::UnknownTopic { topic: name.clone() }))?;
+                if !validate_only {
+                    let c = configs.clone();
+                    cluster
+                        .ask(|reply| ClusterRequest::SetTopicConfig {
+                            name,
+                            configs: c,
+                            reply,
+                        })
+                        .await
+                        .ok_or_else(gone)??;
+                }
+                topic.configs = configs;
+                Ok(topic)
+            }
+        }
+    }
+}

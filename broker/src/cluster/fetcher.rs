@@ -1,0 +1,389 @@
+//! Follower fetchers: on each shard, one per leader broker, batching every
+//! partition the shard follows from that leader into one Fetch request
+//! (`replica_id` = this broker), and sending the OffsetForLeaderEpoch
+//! queries that come before fetching. Each fetcher is a task with its own
+//! connection; it ends when it has nothing left to do.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use ferrite_engine::notify::Notify;
+use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
+use ferrite_replication::{Backoff, BrokerId, ReplicationError};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+
+use super::replicas::ShardReplicas;
+use super::ClusterShared;
+use crate::client::codec::frame;
+use crate::client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition};
+use crate::protocol::errors::ErrorCode;
+use crate::protocol::offset_for_leader_epoch::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use crate::protocol::wire::Reader;
+
+const OFFSET_FOR_LEADER_EPOCH_V: i16 = 3;
+/// Pause after a failed connection or a retriable error.
+const RETRY_BACKOFF_MS: u64 = 200;
+/// Largest response frame a fetcher accepts.
+const RESPONSE_BYTES_MAX: usize = 128 << 20;
+
+#[derive(Default)]
+struct Work {
+    fetching: BTreeSet<TopicPartition>,
+    asks: BTreeMap<TopicPartition, (LeaderEpoch, Backoff)>,
+}
+
+struct Fetcher {
+    leader: BrokerId,
+    work: RefCell<Work>,
+    wake: Notify,
+    running: Cell<bool>,
+}
+
+pub struct Fetchers {
+    cluster: Arc<ClusterShared>,
+    replicas: Weak<ShardReplicas>,
+    by_leader: RefCell<BTreeMap<BrokerId, Rc<Fetcher>>>,
+}
+
+impl Fetchers {
+    pub fn new(cluster: Arc<ClusterShared>, replicas: Weak<ShardReplicas>) -> Rc<Fetchers> {
+        Rc::new(Fetchers {
+            cluster,
+            replicas,
+            by_leader: RefCell::new(BTreeMap::new()),
+        })
+    }
+
+    fn fetcher(self: &Rc<Self>, leader: BrokerId) -> Rc<Fetcher> {
+        let f = self
+            .by_leader
+            .borrow_mut()
+            .entry(leader)
+            .or_insert_with(|| {
+                Rc::new(Fetcher {
+                    leader,
+                    work: RefCell::new(Work::default()),
+                    wake: Notify::new(),
+                    running: Cell::new(false),
+                })
+            })
+            .clone();
+        if !f.running.get() {
+            f.running.set(true);
+            glommio::spawn_local(run(self.clone(), f.clone())).detach();
+        }
+        f
+    }
+
+    /// Fetches `tp` from `leader` (and from no other).
+    pub fn fetch(self: &Rc<Self>, tp: &TopicPartition, leader: BrokerId) {
+        self.remove(tp);
+        let f = self.fetcher(leader);
+        f.work.borrow_mut().fetching.insert(tp.clone());
+        f.wake.notify_all();
+    }
+
+    pub fn ask_epoch_end(self: &Rc<Self>, tp: &TopicPartition, leader: BrokerId, epoch: LeaderEpoch, backoff: Backoff) {
+        self.remove(tp);
+        let f = self.fetcher(leader);
+        f.work.borrow_mut().asks.insert(tp.clone(), (epoch, backoff));
+        f.wake.notify_all();
+    }
+
+    pub fn remove(&self, tp: &TopicPartition) {
+        for f in self.by_leader.borrow().values() {
+            let mut w = f.work.borrow_mut();
+            w.fetching.remove(tp);
+            w.asks.remove(tp);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.replicas.upgrade().is_none_or(|r| r.stopped.get())
+    }
+}
+
+struct Conn {
+    stream: glommio::net::TcpStream,
+    correlation: i32,
+}
+
+impl Conn {
+    async fn call(
+        &mut self,
+        api_key: i16,
+        version: i16,
+        body: impl FnOnce(&mut crate::protocol::wire::Writer),
+    ) -> std::io::Result<Reader> {
+        self.correlation = self.correlation.wrapping_add(1);
+        let bytes = frame(api_key, version, self.correlation, "ferrite-replica-fetcher", body);
+        self.stream.write_all(&bytes).await?;
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).await?;
+        let len = i32::from_be_bytes(len);
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|l| *l >= 4 && *l <= RESPONSE_BYTES_MAX);
+        let Some(len) = len else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "bad response length",
+            ));
+        };
+        let mut body = vec![0u8; len];
+        self.stream.read_exact(&mut body).await?;
+        let mut r = Reader::new(Bytes::from(body));
+        let correlation = r.i32("correlation_id").map_err(invalid)?;
+        if correlation != self.correlation {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "correlation mismatch",
+            ));
+        }
+        Ok(r)
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+}
+
+async fn run(fetchers: Rc<Fetchers>, f: Rc<Fetcher>) {
+    let mut conn: Option<Conn> = None;
+    loop {
+        if fetchers.stopped() {
+            break;
+        }
+        let idle = {
+            let w = f.work.borrow();
+            w.fetching.is_empty() && w.asks.is_empty()
+        };
+        if idle {
+            let seen = f.wake.generation();
+            let woke = futures_lite::future::or(
+                async {
+                    f.wake.changed_since(seen).await;
+                    true
+                },
+                async {
+                    glommio::timer::sleep(Duration::from_secs(5)).await;
+                    false
+                },
+            )
+            .await;
+            if !woke {
+                break;
+            }
+            continue;
+        }
+        if conn.is_none() {
+            conn = connect(&fetchers.cluster, f.leader).await;
+            if conn.is_none() {
+                glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+                continue;
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let round = match round(&fetchers, &f, c).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = round {
+            tracing::debug!(leader = %f.leader, error = %e, "replica fetcher connection lost");
+            conn = None;
+            glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+        }
+    }
+    f.running.set(false);
+    // Work that arrived while stopping starts a new task.
+    let pending = {
+        let w = f.work.borrow();
+        !w.fetching.is_empty() || !w.asks.is_empty()
+    };
+    if pending && !fetchers.stopped() {
+        f.running.set(true);
+        glommio::spawn_local(run(fetchers.clone(), f.clone())).detach();
+    }
+}
+
+async fn connect(cluster: &ClusterShared, leader: BrokerId) -> Option<Conn> {
+    let b = cluster.endpoint(leader)?;
+    match glommio::net::TcpStream::connect(format!("{}:{}", b.host, b.port)).await {
+        Ok(stream) => {
+            let _ = stream.set_nodelay(true);
+            Some(Conn { stream, correlation: 0 })
+        }
+        Err(e) => {
+            tracing::debug!(%leader, error = %e, "cannot reach leader");
+            None
+        }
+    }
+}
+
+/// One round: the pending epoch queries, then one fetch.
+async fn round(fetchers: &Rc<Fetchers>, f: &Rc<Fetcher>, c: &mut Conn) -> std::io::Result<()> {
+    let Some(replicas) = fetchers.replicas.upgrade() else {
+        return Ok(());
+    };
+    let asks: Vec<(TopicPartition, (LeaderEpoch, Backoff))> =
+        std::mem::take(&mut f.work.borrow_mut().asks).into_iter().collect();
+    if !asks.is_empty() {
+        if asks.iter().any(|(_, (_, b))| *b == Backoff::Retry) {
+            glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+        }
+        epoch_queries(&replicas, c, asks).await?;
+    }
+    let parts: Vec<TopicPartition> = f.work.borrow().fetching.iter().cloned().collect();
+    if parts.is_empty() {
+        return Ok(());
+    }
+    fetch(&replicas, f, c, parts).await
+}
+
+async fn epoch_queries(
+    replicas: &Rc<ShardReplicas>,
+    c: &mut Conn,
+    asks: Vec<(TopicPartition, (LeaderEpoch, Backoff))>,
+) -> std::io::Result<()> {
+    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    for (tp, (epoch, _)) in &asks {
+        let current = replicas.get(tp).map_or(LeaderEpoch::NONE, |r| r.leader_epoch());
+        let p = OffsetForLeaderPartition {
+            partition: tp.partition,
+            current_leader_epoch: current,
+            leader_epoch: *epoch,
+        };
+        match topics.last_mut() {
+            Some(t) if t.topic == tp.topic => t.partitions.push(p),
+            _ => topics.push(OffsetForLeaderTopic {
+                topic: tp.topic.clone(),
+                partitions: vec![p],
+            }),
+        }
+    }
+    let req = OffsetForLeaderEpochRequest {
+        replica_id: replicas.cluster.local.id,
+        topics,
+    };
+    let mut r = c
+        .call(
+            crate::protocol::offset_for_leader_epoch::API_KEY,
+            OFFSET_FOR_LEADER_EPOCH_V,
+            |w| req.encode(w, OFFSET_FOR_LEADER_EPOCH_V),
+        )
+        .await?;
+    let resp = OffsetForLeaderEpochResponse::decode(&mut r, OFFSET_FOR_LEADER_EPOCH_V).map_err(invalid)?;
+    let mut answered = BTreeSet::new();
+    for t in resp.topics {
+        for p in t.partitions {
+            let tp = TopicPartition::new(t.topic.clone(), p.partition);
+            let Some((_, (asked, _))) = asks.iter().find(|(x, _)| *x == tp) else {
+                continue;
+            };
+            let Some(replica) = replicas.get(&tp) else { continue };
+            answered.insert(tp.clone());
+            let answer = if p.error_code == 0 {
+                Ok((p.end_offset.0 >= 0 && p.leader_epoch.0 >= 0).then_some((p.leader_epoch, p.end_offset)))
+            } else {
+                Err(ReplicationError::NotLeader {
+                    tp: tp.clone(),
+                    op: "offset for leader epoch",
+                })
+            };
+            if let Err(e) = replica.epoch_end_received(*asked, answer).await {
+                tracing::error!(%tp, error = %e, "after an epoch query");
+            }
+        }
+    }
+    // Partitions the leader did not answer are asked again.
+    for (tp, (asked, _)) in asks {
+        if !answered.contains(&tp) {
+            if let Some(replica) = replicas.get(&tp) {
+                let err = Err(ReplicationError::NotLeader {
+                    tp: tp.clone(),
+                    op: "offset for leader epoch",
+                });
+                let _ = replica.epoch_end_received(asked, err).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn fetch(
+    replicas: &Rc<ShardReplicas>,
+    f: &Rc<Fetcher>,
+    c: &mut Conn,
+    parts: Vec<TopicPartition>,
+) -> std::io::Result<()> {
+    let cfg = &replicas.cluster.config;
+    let mut request = Vec::with_capacity(parts.len());
+    for tp in &parts {
+        let Some(r) = replicas.get(tp) else { continue };
+        request.push(ReplicaFetchPartition {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            current_leader_epoch: r.leader_epoch().0,
+            fetch_offset: r.log().log_end_offset().0,
+            log_start_offset: r.log().log_start_offset().0,
+            max_bytes: cfg.replica_fetch_max_bytes,
+        });
+    }
+    let limits = ReplicaFetchLimits {
+        replica_id: replicas.cluster.local.id.0,
+        max_wait_ms: cfg.replica_fetch_wait_max_ms as i32,
+        min_bytes: cfg.replica_fetch_min_bytes,
+        max_bytes: cfg.replica_fetch_response_max_bytes,
+    };
+    let mut r = c
+        .call(1, replica_fetch::REPLICA_FETCH_V, |w| {
+            replica_fetch::encode(w, limits, &request)
+        })
+        .await?;
+    let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid)?;
+    let mut backoff = false;
+    for p in fetched {
+        let tp = TopicPartition::new(p.topic.clone(), p.partition);
+        let Some(replica) = replicas.get(&tp) else { continue };
+        // A partition moved to another leader meanwhile: not ours to apply.
+        if !f.work.borrow().fetching.contains(&tp) {
+            continue;
+        }
+        let asked_at = request
+            .iter()
+            .find(|q| q.topic == p.topic && q.partition == p.partition);
+        if asked_at.is_none_or(|q| q.fetch_offset != replica.log().log_end_offset().0) {
+            continue;
+        }
+        let result = match p.error {
+            0 => {
+                let whole = replica_fetch::whole_batches(&p.records);
+                let records = BytesMut::from(&p.records[..whole]);
+                replica.append_fetched(records, Offset(p.high_watermark)).await
+            }
+            e if e == ErrorCode::OffsetOutOfRange.code() => {
+                replica
+                    .fetch_out_of_range(Offset(p.log_start_offset), Offset(p.high_watermark))
+                    .await
+            }
+            _ => {
+                backoff = true;
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            tracing::error!(%tp, error = %e, "applying fetched records");
+            backoff = true;
+        }
+    }
+    if backoff {
+        glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! A broker in a ZooKeeper cluster (`zookeeper.connect` set).
+//!
+//! - [`zk_thread`]: the cluster thread, with its own tokio runtime: the
+//!   controller driver (session, registration, controller election and, on
+//!   the controller, the controller state machine), the broker's own
+//!   ZooKeeper work (topic admin, leaders' ISR writes), and the
+//!   [`courier`] that delivers the controller's requests to the brokers.
+//! - [`metadata_cache`]: the cluster metadata every broker serves, merged from
+//!   the controller's UpdateMetadata requests.
+//! - [`replicas`]: per shard, the replicas of the partitions it owns
+//!   (`ferrite_replication::LocalReplica`), and what they ask of the network;
+//!   [`fetcher`]: the follower fetchers, one per leader broker and shard.
+//!
+//! Shards reach the cluster thread only through [`ClusterShared`] (`Send`):
+//! a bounded request channel and a few atomics and mutex-guarded maps.
+
+pub mod admin;
+pub mod courier;
+pub mod fetcher;
+pub mod metadata_cache;
+pub mod replicas;
+pub mod zk_thread;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ferrite_controller::partition_state::{ControllerEpoch, PartitionState};
+use ferrite_controller::{BrokerId, BrokerMeta, ClusterMeta, ControllerError, TopicMeta};
+use ferrite_engine::TopicPartition;
+use ferrite_replication::{IsrWriteOutcome, MonoMs, ZkVersion};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::{BrokerConfig, ClusterConfig};
+use metadata_cache::MetaCache;
+
+/// Requests the cluster thread may have waiting.
+pub const REQUESTS_QUEUED_MAX: usize = 1024;
+
+/// What shards ask the cluster thread to do in ZooKeeper.
+#[derive(Debug)]
+pub enum ClusterRequest {
+    /// A leader's conditional ISR write, announced on success.
+    WriteIsr {
+        tp: TopicPartition,
+        state: PartitionState,
+        expected: ZkVersion,
+        reply: oneshot::Sender<Result<IsrWriteOutcome, String>>,
+    },
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+        reply: oneshot::Sender<Result<TopicMeta, ControllerError>>,
+    },
+    DeleteTopic {
+        name: String,
+        reply: oneshot::Sender<Result<(), ControllerError>>,
+    },
+    CreatePartitions {
+        name: String,
+        total: i32,
+        validate_only: bool,
+        reply: oneshot::Sender<Result<(), ControllerError>>,
+    },
+    SetTopicConfig {
+        name: String,
+        configs: BTreeMap<String, String>,
+        reply: oneshot::Sender<Result<(), ControllerError>>,
+    },
+    /// A topic's config overrides (for the log a LeaderAndIsr creates).
+    TopicConfig {
+        name: String,
+        reply: oneshot::Sender<Result<BTreeMap<String, String>, ControllerError>>,
+    },
+    /// Preferred replica election (`None`: every partition).
+    ElectPreferred {
+        partitions: Option<Vec<TopicPartition>>,
+        reply: oneshot::Sender<Result<(), ControllerError>>,
+    },
+    /// On the controller: another broker's ControlledShutdown.
+    ShutdownOf {
+        broker: BrokerId,
+        reply: oneshot::Sender<Result<Vec<TopicPartition>, ()>>,
+    },
+    /// Controlled shutdown: move this broker's leaderships away; answers
+    /// with the partitions it still leads.
+    ControlledShutdown {
+        reply: oneshot::Sender<Result<Vec<TopicPartition>, String>>,
+    },
+}
+
+/// The broker-wide cluster state that shards share.
+pub struct ClusterShared {
+    pub local: BrokerMeta,
+    pub config: ClusterConfig,
+    requests: mpsc::Sender<ClusterRequest>,
+    /// The newest controller epoch seen in a controller request.
+    controller_epoch: AtomicI32,
+    is_controller: AtomicBool,
+    /// The controller named by the last UpdateMetadata (-1: none yet).
+    controller: AtomicI32,
+    /// This broker's registration (czxid of `/brokers/ids/<id>`).
+    broker_epoch: AtomicI64,
+    metadata: Mutex<MetaCache>,
+    /// Brokers' endpoints, from UpdateMetadata and LeaderAndIsr.
+    endpoints: Mutex<BTreeMap<BrokerId, BrokerMeta>>,
+    origin: Instant,
+}
+
+impl ClusterShared {
+    pub fn new(config: &BrokerConfig, local: BrokerMeta, requests: mpsc::Sender<ClusterRequest>) -> ClusterShared {
+        ClusterShared {
+            local,
+            config: config.cluster.clone(),
+            requests,
+            controller_epoch: AtomicI32::new(0),
+            is_controller: AtomicBool::new(false),
+            controller: AtomicI32::new(-1),
+            broker_epoch: AtomicI64::new(-1),
+            metadata: Mutex::new(MetaCache::default()),
+            endpoints: Mutex::new(BTreeMap::new()),
+            origin: Instant::now(),
+        }
+    }
+
+    /// Monotonic time for the replica state machines.
+    pub fn now(&self) -> MonoMs {
+        MonoMs(self.origin.elapsed().as_millis() as u64)
+    }
+
+    /// Sends a request to the cluster thread and waits for its answer;
+    /// `None` when the cluster thread is gone.
+    pub async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> ClusterRequest) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.requests.send(make(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Takes a controller request's epoch: `false` (STALE_CONTROLLER_EPOCH)
+    /// when an epoch newer than it was seen already.
+    pub fn accept_controller_epoch(&self, epoch: ControllerEpoch) -> bool {
+        let seen = self.controller_epoch.fetch_max(epoch.0, Ordering::SeqCst);
+        epoch.0 >= seen
+    }
+
+    pub fn controller_epoch(&self) -> ControllerEpoch {
+        ControllerEpoch(self.controller_epoch.load(Ordering::SeqCst))
+    }
+
+    pub fn set_controller(&self, is: bool) {
+        self.is_controller.store(is, Ordering::SeqCst);
+    }
+
+    pub fn is_controller(&self) -> bool {
+        self.is_controller.load(Ordering::SeqCst)
+    }
+
+    /// Merges an UpdateMetadata into the cache; returns the snapshot to
+    /// install on every shard.
+    pub fn merge_metadata(&self, update: metadata_cache::MetadataUpdate) -> Arc<ClusterMeta> {
+        self.controller.store(update.controller.0, Ordering::SeqCst);
+        {
+            let mut e = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+            for b in &update.brokers {
+                e.insert(b.id, b.clone());
+            }
+        }
+        let mut m = self.metadata.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::new(m.apply(update))
+    }
+
+    pub fn current_controller(&self) -> Option<BrokerId> {
+        let c = self.controller.load(Ordering::SeqCst);
+        (c >= 0).then_some(BrokerId(c))
+    }
+
+    pub fn set_broker_epoch(&self, epoch: i64) {
+        self.broker_epoch.store(epoch, Ordering::SeqCst);
+    }
+
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch.load(Ordering::SeqCst)
+    }
+
+    pub fn set_cluster_id(&self, id: &str) {
+        self.metadata
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_cluster_id(id);
+    }
+
+    pub fn note_endpoints(&self, brokers: &[BrokerMeta]) {
+        let mut e = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+        for b in brokers {
+            e.insert(b.id, b.clone());
+        }
+    }
+
+    pub fn endpoint(&self, id: BrokerId) -> Option<BrokerMeta> {
+        self.endpoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+    }
+}

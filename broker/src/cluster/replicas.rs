@@ -1,0 +1,218 @@
+//! One shard's replicas: a [`LocalReplica`] for each partition the shard
+//! owns and LeaderAndIsr made it a replica of, and what they ask of the rest
+//! of the broker — ISR writes (through the cluster thread), epoch queries
+//! and fetching (through the shard's [`Fetchers`]).
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrite_controller::control::PartitionInfo;
+use ferrite_controller::partition_state::{ControllerEpoch, PartitionState};
+use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
+use ferrite_replication::{
+    Backoff, BrokerId, IsrWrite, LeaderAndIsr, LocalReplica, ReplicaConfig, ReplicaLinks, ReplicaOpError,
+};
+
+use super::fetcher::Fetchers;
+use super::{ClusterRequest, ClusterShared};
+use crate::shard::BrokerShard;
+
+/// How long to wait before retrying an ISR write ZooKeeper could not take.
+const ISR_WRITE_RETRY_MS: u64 = 500;
+
+pub struct ShardReplicas {
+    pub cluster: Arc<ClusterShared>,
+    replicas: RefCell<BTreeMap<TopicPartition, Rc<LocalReplica>>>,
+    /// The controller epoch of each partition's last LeaderAndIsr: a
+    /// leader's ISR writes carry it.
+    controller_epochs: RefCell<BTreeMap<TopicPartition, ControllerEpoch>>,
+    pub fetchers: Rc<Fetchers>,
+    pub stopped: Cell<bool>,
+    me: Weak<ShardReplicas>,
+}
+
+/// The [`ReplicaLinks`] of every replica on the shard.
+struct Links(Weak<ShardReplicas>);
+
+impl ReplicaLinks for Links {
+    fn write_isr(&self, tp: &TopicPartition, write: IsrWrite) {
+        let Some(owner) = self.0.upgrade() else { return };
+        let tp = tp.clone();
+        glommio::spawn_local(async move { owner.write_isr(tp, write).await }).detach();
+    }
+
+    fn ask_epoch_end(&self, tp: &TopicPartition, leader: BrokerId, epoch: LeaderEpoch, backoff: Backoff) {
+        if let Some(owner) = self.0.upgrade() {
+            owner.fetchers.ask_epoch_end(tp, leader, epoch, backoff);
+        }
+    }
+
+    fn start_fetching(&self, tp: &TopicPartition, leader: BrokerId, _offset: Offset) {
+        if let Some(owner) = self.0.upgrade() {
+            owner.fetchers.fetch(tp, leader);
+        }
+    }
+
+    fn stop_fetching(&self, tp: &TopicPartition) {
+        if let Some(owner) = self.0.upgrade() {
+            owner.fetchers.remove(tp);
+        }
+    }
+}
+
+impl ShardReplicas {
+    pub fn new(cluster: Arc<ClusterShared>) -> Rc<ShardReplicas> {
+        Rc::new_cyclic(|me: &Weak<ShardReplicas>| ShardReplicas {
+            fetchers: Fetchers::new(cluster.clone(), me.clone()),
+            cluster,
+            replicas: RefCell::new(BTreeMap::new()),
+            controller_epochs: RefCell::new(BTreeMap::new()),
+            stopped: Cell::new(false),
+            me: me.clone(),
+        })
+    }
+
+    pub fn get(&self, tp: &TopicPartition) -> Option<Rc<LocalReplica>> {
+        self.replicas.borrow().get(tp).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Rc<LocalReplica>> {
+        self.replicas.borrow().values().cloned().collect()
+    }
+
+    fn replica_config(&self, configs: &BTreeMap<String, String>) -> ReplicaConfig {
+        let min_isr = configs
+            .get("min.insync.replicas")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(self.cluster.config.min_insync_replicas);
+        ReplicaConfig {
+            min_insync_replicas: min_isr,
+            replica_lag_time_max_ms: self.cluster.config.replica_lag_time_max_ms,
+            ..ReplicaConfig::default()
+        }
+    }
+
+    /// Applies one partition of a LeaderAndIsr on the shard that owns it:
+    /// opens (or creates) the log, then hands the state to the replica.
+    pub async fn leader_and_isr(
+        &self,
+        shard: &Rc<BrokerShard>,
+        info: &PartitionInfo,
+        controller_epoch: ControllerEpoch,
+    ) -> Result<(), ReplicaOpError> {
+        let tp = info.partition.clone();
+        let replica = match self.get(&tp) {
+            Some(r) => r,
+            None => {
+                let name = tp.topic.clone();
+                let configs = self
+                    .cluster
+                    .ask(|reply| ClusterRequest::TopicConfig { name, reply })
+                    .await
+                    .and_then(|r| r.ok())
+                    .unwrap_or_default();
+                let log_config = ferrite_controller::topic_config::log_config(&shard.config.log, &configs);
+                let log = match shard.logs.get(&tp) {
+                    Some(log) => log,
+                    None => shard.logs.get_or_create(&tp, log_config).await?,
+                };
+                let links: Rc<dyn ReplicaLinks> = Rc::new(Links(self.me.clone()));
+                let start = log.log_start_offset();
+                let r = Rc::new(LocalReplica::new(
+                    log,
+                    self.cluster.local.id,
+                    self.replica_config(&configs),
+                    start,
+                    links,
+                ));
+                self.replicas.borrow_mut().insert(tp.clone(), r.clone());
+                r
+            }
+        };
+        self.controller_epochs.borrow_mut().insert(tp.clone(), controller_epoch);
+        let state = LeaderAndIsr {
+            leader: info.leader,
+            leader_epoch: info.leader_epoch,
+            isr: info.isr.clone(),
+            replicas: info.replicas.clone(),
+            zk_version: info.zk_version,
+        };
+        replica.leader_and_isr(&state, self.cluster.now()).await
+    }
+
+    /// StopReplica for one partition; with `delete`, its log goes too.
+    pub async fn stop_replica(
+        &self,
+        shard: &Rc<BrokerShard>,
+        tp: &TopicPartition,
+        delete: bool,
+    ) -> Result<(), ReplicaOpError> {
+        let replica = self.replicas.borrow_mut().remove(tp);
+        self.controller_epochs.borrow_mut().remove(tp);
+        self.fetchers.remove(tp);
+        if let Some(r) = replica {
+            r.stop().await?;
+        }
+        if delete && (shard.logs.get(tp).is_some() || shard.logs.offline().iter().any(|(t, _)| t == tp)) {
+            shard.logs.delete(tp).await?;
+        }
+        Ok(())
+    }
+
+    async fn write_isr(&self, tp: TopicPartition, write: IsrWrite) {
+        loop {
+            let Some(replica) = self.get(&tp) else { return };
+            if replica.leader_epoch() != write.leader_epoch || self.stopped.get() {
+                return;
+            }
+            let state = PartitionState {
+                leader: Some(write.leader),
+                leader_epoch: write.leader_epoch,
+                isr: write.isr.clone(),
+                controller_epoch: self.controller_epochs.borrow().get(&tp).copied().unwrap_or_default(),
+            };
+            let (t, expected) = (tp.clone(), write.expected);
+            let outcome = self
+                .cluster
+                .ask(move |reply| ClusterRequest::WriteIsr {
+                    tp: t,
+                    state,
+                    expected,
+                    reply,
+                })
+                .await;
+            match outcome {
+                None => return,
+                Some(Ok(outcome)) => {
+                    tracing::info!(%tp, isr = ?write.isr, ?outcome, "ISR write");
+                    if let Err(e) = replica.isr_written(write.leader_epoch, outcome).await {
+                        tracing::error!(%tp, error = %e, "after an ISR write");
+                    }
+                    return;
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(%tp, error = %e, "ISR write failed; retrying");
+                    glommio::timer::sleep(Duration::from_millis(ISR_WRITE_RETRY_MS)).await;
+                }
+            }
+        }
+    }
+
+    /// Ticks every replica (ISR shrink checks, acks timeouts) until the
+    /// shard stops.
+    pub async fn run_ticks(self: Rc<Self>) {
+        let every = (self.cluster.config.replica_lag_time_max_ms / 4).clamp(10, 1_000);
+        while !self.stopped.get() {
+            glommio::timer::sleep(Duration::from_millis(every)).await;
+            let now = self.cluster.now();
+            for r in self.all() {
+                if let Err(e) = r.tick(now).await {
+                    tracing::error!(tp = %r.log().topic_partition(), error = %e, "replica tick");
+                }
+            }
+        }
+    }
+}

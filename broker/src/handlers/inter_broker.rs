@@ -1,0 +1,261 @@
+//! The requests brokers send each other: the controller's LeaderAndIsr,
+//! UpdateMetadata and StopReplica (refused with STALE_CONTROLLER_EPOCH when
+//! an older controller sends them), a follower's OffsetForLeaderEpoch, and
+//! a broker's ControlledShutdown to the controller.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use ferrite_controller::control::{ControllerRequest, DeleteData, PartitionInfo};
+use ferrite_controller::partition_state::ControllerEpoch;
+use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
+
+use crate::cluster::metadata_cache::MetadataUpdate;
+use crate::cluster::ClusterRequest;
+use crate::error_map;
+use crate::protocol::controlled_shutdown::{ControlledShutdownRequest, ControlledShutdownResponse};
+use crate::protocol::controller_rpc::{self, ControllerRpc};
+use crate::protocol::errors::ErrorCode;
+use crate::protocol::leader_and_isr::{LeaderAndIsrPartitionError, LeaderAndIsrResponse, LeaderAndIsrTopicError};
+use crate::protocol::offset_for_leader_epoch::{
+    EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
+};
+use crate::protocol::response::ResponseBuilder;
+use crate::protocol::stop_replica::{StopReplicaPartitionError, StopReplicaResponse};
+use crate::protocol::update_metadata::UpdateMetadataResponse;
+use crate::shard::{broadcast, BrokerShard};
+
+/// Encodes the answer to a controller request with one error for all of it.
+fn refuse(rpc: &ControllerRpc, error: ErrorCode, b: &mut ResponseBuilder) {
+    let code = error.code();
+    match rpc {
+        ControllerRpc::LeaderAndIsr(_) => LeaderAndIsrResponse {
+            error_code: code,
+            topics: Vec::new(),
+        }
+        .encode(&mut b.w),
+        ControllerRpc::UpdateMetadata(_) => UpdateMetadataResponse { error_code: code }.encode(&mut b.w),
+        ControllerRpc::StopReplica(_) => StopReplicaResponse {
+            error_code: code,
+            partition_errors: Vec::new(),
+        }
+        .encode(&mut b.w),
+    }
+}
+
+pub async fn controller_request(shard: &Rc<BrokerShard>, rpc: ControllerRpc, b: &mut ResponseBuilder) {
+    let Some(cluster) = shard.cluster().cloned() else {
+        // A broker outside any cluster takes no controller's orders.
+        refuse(&rpc, ErrorCode::NotController, b);
+        return;
+    };
+    let header = rpc.header();
+    if !cluster.accept_controller_epoch(header.controller_epoch) {
+        tracing::warn!(epoch = %header.controller_epoch, seen = %cluster.controller_epoch(), "request from a stale controller refused");
+        refuse(&rpc, ErrorCode::StaleControllerEpoch, b);
+        return;
+    }
+    let request = match rpc.to_controller_request() {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "unusable controller request");
+            refuse(&rpc, ErrorCode::InvalidRequest, b);
+            return;
+        }
+    };
+    match request {
+        ControllerRequest::UpdateMetadata {
+            brokers,
+            partitions,
+            deleted_topics,
+        } => {
+            // Merged before any await, so that updates install in the order
+            // they arrived.
+            let meta = cluster.merge_metadata(MetadataUpdate {
+                controller: header.controller_id,
+                brokers,
+                partitions,
+                deleted_topics,
+            });
+            let error = match broadcast(&shard.handle, meta).await {
+                Ok(()) => ErrorCode::None,
+                Err(e) => error_map::engine(&e),
+            };
+            UpdateMetadataResponse {
+                error_code: error.code(),
+            }
+            .encode(&mut b.w);
+        }
+        ControllerRequest::LeaderAndIsr { partitions, leaders } => {
+            cluster.note_endpoints(&leaders);
+            let topics = leader_and_isr(shard, partitions, header.controller_epoch).await;
+            LeaderAndIsrResponse { error_code: 0, topics }.encode(&mut b.w);
+        }
+        ControllerRequest::StopReplica { partitions, delete } => {
+            let mut errors = Vec::with_capacity(partitions.len());
+            for tp in partitions {
+                let owner = shard.owner(&tp);
+                let t = tp.clone();
+                let result = shard
+                    .run_on(owner, move |s: Rc<BrokerShard>| async move {
+                        let Some(replicas) = s.replicas.clone() else {
+                            return ErrorCode::NotController;
+                        };
+                        match replicas.stop_replica(&s, &t, delete == DeleteData::Delete).await {
+                            Ok(()) => ErrorCode::None,
+                            Err(e) => error_map::replica_op(&e),
+                        }
+                    })
+                    .await
+                    .unwrap_or_else(|e| error_map::engine(&e));
+                errors.push(StopReplicaPartitionError {
+                    topic_name: tp.topic,
+                    partition_index: tp.partition,
+                    error_code: result.code(),
+                });
+            }
+            StopReplicaResponse {
+                error_code: 0,
+                partition_errors: errors,
+            }
+            .encode(&mut b.w);
+        }
+    }
+}
+
+async fn leader_and_isr(
+    shard: &Rc<BrokerShard>,
+    partitions: Vec<PartitionInfo>,
+    epoch: ControllerEpoch,
+) -> Vec<LeaderAndIsrTopicError> {
+    let mut by_topic: BTreeMap<[u8; 16], Vec<LeaderAndIsrPartitionError>> = BTreeMap::new();
+    let mut order: Vec<[u8; 16]> = Vec::new();
+    for info in partitions {
+        let owner = shard.owner(&info.partition);
+        let (topic_id, index) = (info.topic_id, info.partition.partition);
+        let result = shard
+            .run_on(owner, move |s: Rc<BrokerShard>| async move {
+                let Some(replicas) = s.replicas.clone() else {
+                    return ErrorCode::NotController;
+                };
+                match replicas.leader_and_isr(&s, &info, epoch).await {
+                    Ok(()) => ErrorCode::None,
+                    Err(e) => {
+                        tracing::info!(tp = %info.partition, error = %e, "LeaderAndIsr not applied");
+                        error_map::replica_op(&e)
+                    }
+                }
+            })
+            .await
+            .unwrap_or_else(|e| error_map::engine(&e));
+        if !by_topic.contains_key(&topic_id) {
+            order.push(topic_id);
+        }
+        by_topic.entry(topic_id).or_default().push(LeaderAndIsrPartitionError {
+            partition_index: index,
+            error_code: result.code(),
+        });
+    }
+    order
+        .into_iter()
+        .map(|topic_id| LeaderAndIsrTopicError {
+            topic_id,
+            partition_errors: by_topic.remove(&topic_id).unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// OffsetForLeaderEpoch: where each asked epoch ends in this leader's log.
+pub async fn offset_for_leader_epoch(
+    shard: &Rc<BrokerShard>,
+    req: OffsetForLeaderEpochRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in t.partitions {
+            let tp = TopicPartition::new(t.topic.clone(), p.partition);
+            let owner = shard.owner(&tp);
+            let (current, requested) = (p.current_leader_epoch, p.leader_epoch);
+            let answer = shard
+                .run_on(owner, move |s: Rc<BrokerShard>| async move {
+                    epoch_end(&s, &tp, current, requested)
+                })
+                .await
+                .unwrap_or_else(|e| Err(error_map::engine(&e)));
+            partitions.push(match answer {
+                Ok(found) => {
+                    let (leader_epoch, end_offset) = found.unwrap_or((LeaderEpoch::NONE, Offset(-1)));
+                    EpochEndOffset {
+                        error_code: 0,
+                        partition: p.partition,
+                        leader_epoch,
+                        end_offset,
+                    }
+                }
+                Err(code) => EpochEndOffset {
+                    error_code: code.code(),
+                    partition: p.partition,
+                    leader_epoch: LeaderEpoch::NONE,
+                    end_offset: Offset(-1),
+                },
+            });
+        }
+        topics.push(OffsetForLeaderTopicResult {
+            topic: t.topic,
+            partitions,
+        });
+    }
+    OffsetForLeaderEpochResponse {
+        throttle_time_ms: 0,
+        topics,
+    }
+    .encode(&mut b.w, v);
+}
+
+fn epoch_end(
+    s: &BrokerShard,
+    tp: &TopicPartition,
+    current: LeaderEpoch,
+    requested: LeaderEpoch,
+) -> Result<Option<(LeaderEpoch, Offset)>, ErrorCode> {
+    let current = (current != LeaderEpoch::NONE).then_some(current);
+    match &s.replicas {
+        Some(replicas) => {
+            let replica = replicas.get(tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
+            replica
+                .answer_epoch_end(current, requested)
+                .map_err(|e| error_map::replication(&e))
+        }
+        None => {
+            // A standalone broker leads everything it has.
+            let log = s.local_log(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+            Ok(log.end_offset_for_epoch(requested))
+        }
+    }
+}
+
+/// ControlledShutdown, on the controller: moves the broker's leaderships
+/// away and answers with the partitions it still leads.
+pub async fn controlled_shutdown(shard: &Rc<BrokerShard>, req: ControlledShutdownRequest, b: &mut ResponseBuilder) {
+    let answer = match shard.cluster() {
+        Some(cluster) if cluster.is_controller() => {
+            let broker = req.broker_id;
+            cluster
+                .ask(|reply| ClusterRequest::ShutdownOf { broker, reply })
+                .await
+                .unwrap_or(Err(()))
+        }
+        _ => Err(()),
+    };
+    let response = match answer {
+        Ok(left) => controller_rpc::shutdown_reply_to_wire(&left),
+        Err(()) => ControlledShutdownResponse {
+            error_code: ErrorCode::NotController.code(),
+            remaining_partitions: Vec::new(),
+        },
+    };
+    response.encode(&mut b.w);
+}
