@@ -42,6 +42,19 @@ enum Command {
         #[command(subcommand)]
         command: ferrite_broker::cli_topics::TopicsCommand,
     },
+    /// Leader elections in a cluster (over the Kafka protocol).
+    Leaders {
+        /// A broker to talk to.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(subcommand)]
+        command: ferrite_broker::cli_cluster::LeadersCommand,
+    },
+    /// Partition reassignment in a cluster (through ZooKeeper).
+    Partitions {
+        #[command(subcommand)]
+        command: ferrite_broker::cli_cluster::PartitionsCommand,
+    },
     /// Run a broker from a Kafka-style server.properties.
     Broker {
         /// The properties file.
@@ -91,7 +104,9 @@ fn config_from(command: Command) -> Result<BrokerConfig, String> {
             pairs.extend(split_overrides(&overrides)?);
             config.apply(&pairs).map_err(|e| e.to_string())?;
         }
-        Command::Topics { .. } => unreachable!("handled before"),
+        Command::Topics { .. } | Command::Leaders { .. } | Command::Partitions { .. } => {
+            unreachable!("handled before")
+        }
     }
     Ok(config)
 }
@@ -110,7 +125,24 @@ fn main() {
         }
         return;
     }
-    let config = match config_from(cli.command) {
+    let command = match cli.command {
+        Command::Leaders { bootstrap, command } => {
+            if let Err(e) = ferrite_broker::cli_cluster::run_leaders(&bootstrap, command, &mut std::io::stdout()) {
+                eprintln!("ferrite leaders: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
+        Command::Partitions { command } => {
+            if let Err(e) = ferrite_broker::cli_cluster::run_partitions(command, &mut std::io::stdout()) {
+                eprintln!("ferrite partitions: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
+        other => other,
+    };
+    let config = match config_from(command) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("ferrite: {e}");

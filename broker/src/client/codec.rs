@@ -37,6 +37,22 @@ pub fn frame(
     w.into_bytes().freeze()
 }
 
+/// Writes a request frame with header v2 (flexible APIs: a tagged-field
+/// section after the client id) around an encoded body.
+pub fn frame_v2(api_key: i16, version: i16, correlation_id: i32, client_id: &str, body: &[u8]) -> Bytes {
+    let mut w = Writer::new();
+    w.i32(0);
+    w.i16(api_key);
+    w.i16(version);
+    w.i32(correlation_id);
+    w.nullable_string(false, Some(client_id));
+    w.unsigned_varint(0);
+    w.raw(body);
+    let len = (w.len() - 4) as i32;
+    w.patch_i32(0, len);
+    w.into_bytes().freeze()
+}
+
 /// Reads the correlation id off a response frame (header v0).
 pub fn response_correlation(r: &mut Reader) -> WireResult<i32> {
     r.i32("correlation_id")

@@ -33,21 +33,6 @@ use crate::protocol::wire::{Reader, Writer};
 /// Names the controller's connections in the receivers' logs.
 const CLIENT_ID: &str = "ferrite-controller";
 
-/// A request frame with header v2 (the flexible one every API here uses).
-fn frame(api_key: i16, version: i16, correlation: i32, body: &[u8]) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.i32(0);
-    w.i16(api_key);
-    w.i16(version);
-    w.i32(correlation);
-    w.nullable_string(false, Some(CLIENT_ID));
-    w.unsigned_varint(0);
-    w.raw(body);
-    let len = (w.len() - 4) as i32;
-    w.patch_i32(0, len);
-    w.into_bytes().to_vec()
-}
-
 /// Requests waiting for one broker.
 const QUEUED_PER_BROKER_MAX: usize = 4096;
 const RETRY_BACKOFF: Duration = Duration::from_millis(300);
@@ -106,7 +91,7 @@ impl Conn {
     /// Sends one request and reads its response (header v1).
     async fn call(&mut self, api_key: i16, version: i16, body: &[u8]) -> std::io::Result<Reader> {
         self.correlation = self.correlation.wrapping_add(1);
-        let frame = frame(api_key, version, self.correlation, body);
+        let frame = crate::client::codec::frame_v2(api_key, version, self.correlation, CLIENT_ID, body);
         self.stream.write_all(&frame).await?;
         let len = self.stream.read_i32().await?;
         let len = usize::try_from(len)

@@ -15,6 +15,7 @@ use crate::cluster::ClusterRequest;
 use crate::error_map;
 use crate::protocol::controlled_shutdown::{ControlledShutdownRequest, ControlledShutdownResponse};
 use crate::protocol::controller_rpc::{self, ControllerRpc};
+use crate::protocol::elect_leaders::{self, ElectLeadersRequest, ElectLeadersResponse, PartitionResult, TopicResult};
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::leader_and_isr::{LeaderAndIsrPartitionError, LeaderAndIsrResponse, LeaderAndIsrTopicError};
 use crate::protocol::offset_for_leader_epoch::{
@@ -258,4 +259,79 @@ pub async fn controlled_shutdown(shard: &Rc<BrokerShard>, req: ControlledShutdow
         },
     };
     response.encode(&mut b.w);
+}
+
+/// ElectLeaders (preferred): hands the election to the controller (through
+/// `/admin/preferred_replica_election`) and answers at once; the leaders
+/// move as the controller gets to them.
+pub async fn elect_leaders(shard: &Rc<BrokerShard>, req: ElectLeadersRequest, v: i16, b: &mut ResponseBuilder) {
+    let named: Option<Vec<TopicPartition>> = req.topics.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic.clone(), *p)))
+            .collect()
+    });
+    let meta = shard.meta();
+    let per_partition = |code: ErrorCode| -> Vec<TopicResult> {
+        let Some(topics) = &req.topics else { return Vec::new() };
+        topics
+            .iter()
+            .map(|t| TopicResult {
+                topic: t.topic.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let known = meta.topic(&t.topic).is_some_and(|x| x.partition(*p).is_some());
+                        let code = if known {
+                            code
+                        } else {
+                            ErrorCode::UnknownTopicOrPartition
+                        };
+                        PartitionResult {
+                            partition: *p,
+                            error_code: code.code(),
+                            error_message: None,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
+    let response = if req.election_type != elect_leaders::PREFERRED {
+        ElectLeadersResponse {
+            error_code: ErrorCode::InvalidRequest.code(),
+            results: Vec::new(),
+        }
+    } else {
+        match shard.cluster() {
+            // A standalone broker leads everything: nothing to elect.
+            None => ElectLeadersResponse {
+                error_code: 0,
+                results: per_partition(ErrorCode::ElectionNotNeeded),
+            },
+            Some(cluster) => {
+                let asked = cluster
+                    .ask(|reply| ClusterRequest::ElectPreferred {
+                        partitions: named,
+                        reply,
+                    })
+                    .await;
+                match asked {
+                    Some(Ok(())) => ElectLeadersResponse {
+                        error_code: 0,
+                        results: per_partition(ErrorCode::None),
+                    },
+                    Some(Err(e)) => ElectLeadersResponse {
+                        error_code: error_map::controller(&e).code(),
+                        results: Vec::new(),
+                    },
+                    None => ElectLeadersResponse {
+                        error_code: ErrorCode::RequestTimedOut.code(),
+                        results: Vec::new(),
+                    },
+                }
+            }
+        }
+    };
+    response.encode(&mut b.w, v);
 }

@@ -81,6 +81,7 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request) -> Reply {
         RequestBody::Controller(rpc) => inter_broker::controller_request(shard, rpc, &mut b).await,
         RequestBody::ControlledShutdown(c) => inter_broker::controlled_shutdown(shard, c, &mut b).await,
         RequestBody::OffsetForLeaderEpoch(o) => inter_broker::offset_for_leader_epoch(shard, o, v, &mut b).await,
+        RequestBody::ElectLeaders(e) => inter_broker::elect_leaders(shard, e, v, &mut b).await,
     }
     Reply::of(b)
 }

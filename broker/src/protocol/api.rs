@@ -20,6 +20,7 @@ pub enum ApiKey {
     UpdateMetadata,
     ControlledShutdown,
     OffsetForLeaderEpoch,
+    ElectLeaders,
 }
 
 /// One row of the ApiVersions answer.
@@ -113,6 +114,13 @@ pub const SUPPORTED: &[ApiSupport] = &[
         max: 1,
         flexible_from: 0,
     },
+    ApiSupport {
+        key: ApiKey::ElectLeaders,
+        code: super::elect_leaders::API_KEY,
+        min: 0,
+        max: super::elect_leaders::MAX_VERSION,
+        flexible_from: super::elect_leaders::FLEXIBLE_FROM,
+    },
     // Between brokers: the controller's requests (one version each, see
     // `controller_rpc`), a broker's ControlledShutdown, and the followers'
     // OffsetForLeaderEpoch (which consumers may use too, KIP-320).
@@ -182,6 +190,7 @@ impl ApiKey {
             ApiKey::UpdateMetadata => "UpdateMetadata",
             ApiKey::ControlledShutdown => "ControlledShutdown",
             ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
+            ApiKey::ElectLeaders => "ElectLeaders",
         }
     }
 }

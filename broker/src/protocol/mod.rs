@@ -18,6 +18,7 @@ pub mod configs;
 pub mod controlled_shutdown;
 pub mod controller_rpc;
 pub mod describe_cluster;
+pub mod elect_leaders;
 pub mod errors;
 pub mod fetch;
 pub mod header;

@@ -7,6 +7,7 @@ use super::api_versions::ApiVersionsRequest;
 use super::configs::{DescribeConfigsRequest, IncrementalAlterConfigsRequest};
 use super::controlled_shutdown::ControlledShutdownRequest;
 use super::controller_rpc::ControllerRpc;
+use super::elect_leaders::ElectLeadersRequest;
 use super::fetch::FetchRequest;
 use super::header::{RequestHeader, Route};
 use super::list_offsets::ListOffsetsRequest;
@@ -33,6 +34,7 @@ pub enum RequestBody {
     Controller(ControllerRpc),
     ControlledShutdown(ControlledShutdownRequest),
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
+    ElectLeaders(ElectLeadersRequest),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,5 +115,6 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         }
         ApiKey::ControlledShutdown => RequestBody::ControlledShutdown(ControlledShutdownRequest::decode(r)?),
         ApiKey::OffsetForLeaderEpoch => RequestBody::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(r, v)?),
+        ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(r, v)?),
     })
 }

@@ -163,6 +163,27 @@ impl Cluster {
     }
 }
 
+/// Cluster tests run one at a time: each starts ZooKeeper and three
+/// brokers on a two-core machine.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f` against the ZooKeeper store of `connect` on a fresh runtime.
+pub fn with_zk<T>(connect: &str, f: impl AsyncFnOnce(&ferrite_controller::zk::ZkStore) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let store = ferrite_controller::zk::ZkStore::connect(connect, Duration::from_secs(10))
+            .await
+            .expect("connect to ZooKeeper");
+        f(&store).await
+    })
+}
+
 /// Polls `f` every 100 ms until it returns `Some`, or panics after `limit`.
 pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;
