@@ -94,7 +94,7 @@ fn consume_all(bootstrap: &str, topic: &str, partition: i32) -> Vec<(i64, Vec<u8
         for (pos, info) in batches {
             let pos = pos as usize;
             let body = &fetched.records[pos + ferrite_engine::batch::HEADER_BYTES..pos + info.size];
-            let records = ferrite_engine::record::decode_records(body, info.record_count as i32).expect("records");
+            let records = ferrite_engine::record::decode_records(body, info.record_count).expect("records");
             for rec in records {
                 let offset = info.base_offset.0 + i64::from(rec.offset_delta);
                 out.push((offset, rec.value.unwrap_or_default().to_vec()));
