@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ferrite_broker::client::codec::{self, MetadataInfo};
+use ferrite_broker::client::Connection;
 use ferrite_testkit::zookeeper::ZooKeeper;
 
 pub struct ClusterBroker {
@@ -122,6 +124,35 @@ impl ClusterBroker {
     pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
+
+    /// SIGSTOP: the process stops, its connections and ZooKeeper session
+    /// stay open until they time out.
+    pub fn pause(&self) {
+        let c = self.child.as_ref().expect("running");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGSTOP) };
+    }
+
+    pub fn resume(&self) {
+        let c = self.child.as_ref().expect("running");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+    }
+
+    /// The bytes of every segment of a partition, oldest first.
+    pub fn log_bytes(&self, topic: &str, partition: i32) -> Vec<u8> {
+        let dir = self.data_dir().join(format!("{topic}-{partition}"));
+        let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        segments.retain(|p| p.extension().is_some_and(|e| e == "log"));
+        segments.sort();
+        let mut out = Vec::new();
+        for s in segments {
+            out.extend(std::fs::read(s).expect("segment"));
+        }
+        out
+    }
 }
 
 impl Drop for ClusterBroker {
@@ -197,4 +228,122 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+// ---- requests the tests make ----
+
+pub fn metadata(bootstrap: &str, topic: &str) -> Option<MetadataInfo> {
+    let mut c = Connection::connect(bootstrap, "cluster-test").ok()?;
+    let topics = [topic.to_string()];
+    let mut r = c
+        .call(3, codec::METADATA_V, |w| codec::metadata(w, Some(&topics)))
+        .ok()?;
+    codec::decode_metadata(&mut r).ok()
+}
+
+/// partition → (leader, ISR size), once every partition of `topic` has a
+/// leader.
+pub fn partitions_of(bootstrap: &str, topic: &str, partitions: usize) -> Option<Vec<(i32, usize)>> {
+    let m = metadata(bootstrap, topic)?;
+    let t = m.topics.iter().find(|t| t.name == topic)?;
+    if t.error != 0 || t.partitions.len() != partitions {
+        return None;
+    }
+    let mut out = vec![(-1, 0); partitions];
+    for p in &t.partitions {
+        if p.leader < 0 {
+            return None;
+        }
+        out[p.partition as usize] = (p.leader, p.isr.len());
+    }
+    Some(out)
+}
+
+pub fn leaders_of(bootstrap: &str, topic: &str, partitions: usize) -> Option<Vec<i32>> {
+    Some(
+        partitions_of(bootstrap, topic, partitions)?
+            .into_iter()
+            .map(|p| p.0)
+            .collect(),
+    )
+}
+
+pub fn create_topic(bootstrap: &str, name: &str, partitions: i32, rf: i16, configs: &[(&str, &str)]) -> i16 {
+    let mut c = Connection::connect(bootstrap, "cluster-test").expect("connect");
+    let configs: Vec<(String, String)> = configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let mut r = c
+        .call(19, codec::CREATE_TOPICS_V, |w| {
+            codec::create_topics(w, name, partitions, rf, &configs)
+        })
+        .expect("create topics");
+    codec::decode_create_topics(&mut r).expect("decode")[0].1
+}
+
+pub fn produce(bootstrap: &str, topic: &str, partition: i32, acks: i16, value: &[u8]) -> (i16, i64) {
+    let Ok(mut c) = Connection::connect(bootstrap, "cluster-test") else {
+        return (-1, -1);
+    };
+    let batch = ferrite_engine::batch::build_batch(ferrite_engine::Offset(0), ferrite_engine::TimestampMs(1), &[value]);
+    match c.call(0, codec::PRODUCE_V, |w| {
+        codec::produce(w, acks, 10_000, topic, partition, &batch)
+    }) {
+        Ok(mut r) => codec::decode_produce(&mut r).unwrap_or((-1, -1)),
+        Err(_) => (-1, -1),
+    }
+}
+
+/// Every record of partition `partition` from offset 0, as (offset, value);
+/// `None` if the broker answers an error (not the leader yet, say).
+pub fn try_consume_all(bootstrap: &str, topic: &str, partition: i32) -> Option<Vec<(i64, Vec<u8>)>> {
+    let mut c = Connection::connect(bootstrap, "cluster-test").ok()?;
+    let mut out = Vec::new();
+    let mut at = 0i64;
+    loop {
+        let mut r = c
+            .call(1, codec::FETCH_V, |w| {
+                codec::fetch(w, 100, 1 << 20, topic, partition, at)
+            })
+            .ok()?;
+        let fetched = codec::decode_fetch(&mut r).ok()?;
+        if fetched.error != 0 {
+            return None;
+        }
+        if fetched.records.is_empty() {
+            return Some(out);
+        }
+        let (batches, _, _) = ferrite_engine::scan::scan_bytes(&fetched.records, ferrite_engine::Offset(0));
+        assert!(!batches.is_empty(), "no whole batch in a non-empty fetch");
+        for (pos, info) in batches {
+            let pos = pos as usize;
+            let body = &fetched.records[pos + ferrite_engine::batch::HEADER_BYTES..pos + info.size];
+            let records = ferrite_engine::record::decode_records(body, info.record_count).expect("records");
+            for rec in records {
+                let offset = info.base_offset.0 + i64::from(rec.offset_delta);
+                out.push((offset, rec.value.unwrap_or_default().to_vec()));
+            }
+            at = info.next_offset().0;
+        }
+    }
+}
+
+/// [`try_consume_all`], waiting (20 s at most) for the broker to answer.
+pub fn consume_all(bootstrap: &str, topic: &str, partition: i32) -> Vec<(i64, Vec<u8>)> {
+    wait_for("a fetch answered without error", Duration::from_secs(20), || {
+        try_consume_all(bootstrap, topic, partition)
+    })
+}
+
+/// The controller's broker id, from ZooKeeper.
+pub fn controller_id(cluster: &Cluster) -> i32 {
+    let zk = cluster.zk.connect_string();
+    wait_for("a controller", Duration::from_secs(20), || {
+        with_zk(&zk, async |s| s.controller().await.ok().flatten().map(|c| c.0))
+    })
+}
+
+pub fn wait_brokers(cluster: &Cluster, n: usize) {
+    let first = cluster.brokers[0].bootstrap();
+    wait_for("every broker in the metadata", Duration::from_secs(30), || {
+        metadata(&first, "none").filter(|m| m.brokers.len() == n)
+    });
 }
