@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 
 use common::cluster::*;
 
+/// A record as the tests see it: (offset, value).
+type Rec = (i64, Vec<u8>);
+/// Records acknowledged so far, shared with producer threads.
+type Acked = Arc<Mutex<Vec<Rec>>>;
+
 /// The leader of `topic`-0 as a running broker sees it.
 fn leader_now(cluster: &Cluster, topic: &str) -> Option<i32> {
     cluster
@@ -47,7 +52,7 @@ fn acks_all_loses_nothing_through_five_leader_kills() {
     assert_eq!(create_topic(&first, "kills", 1, 3, &[]), 0);
     wait_for("a leader", Duration::from_secs(20), || leaders_of(&first, "kills", 1));
     let stop = Arc::new(AtomicBool::new(false));
-    let acked: Arc<Mutex<Vec<(i64, Vec<u8>)>>> = Arc::default();
+    let acked: Acked = Arc::default();
     let leader: Arc<Mutex<Option<String>>> = Arc::default();
     let addrs = addresses(&cluster);
     let producer = {
@@ -147,7 +152,7 @@ fn acks_all_loses_nothing_through_five_leader_kills() {
 /// Seed document 004's scenario: the followers fall behind (paused), the
 /// leader takes records, the leader dies, a follower without them leads.
 /// Returns (acknowledged, found afterwards) for the records sent meanwhile.
-fn lagging_followers_then_leader_dies(acks: i16) -> (Vec<(i64, Vec<u8>)>, Vec<(i64, Vec<u8>)>) {
+fn lagging_followers_then_leader_dies(acks: i16) -> (Vec<Rec>, Vec<Rec>) {
     let mut cluster = Cluster::start(3, &["replica.lag.time.max.ms=20000"]);
     wait_brokers(&cluster, 3);
     let first = cluster.brokers[0].bootstrap();
@@ -164,7 +169,7 @@ fn lagging_followers_then_leader_dies(acks: i16) -> (Vec<(i64, Vec<u8>)>, Vec<(i
     std::thread::sleep(Duration::from_millis(500));
     // acks=all requests wait for followers that do not come: send them
     // from threads, and kill the leader while they wait.
-    let acked: Arc<Mutex<Vec<(i64, Vec<u8>)>>> = Arc::default();
+    let acked: Acked = Arc::default();
     let senders: Vec<_> = (0..10)
         .map(|i| {
             let (addr, acked) = (addr.clone(), acked.clone());
