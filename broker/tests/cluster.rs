@@ -257,3 +257,193 @@ fn preferred_elections_give_a_restarted_broker_its_leaders_back() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 12, "{text}");
 }
+
+#[test]
+fn a_partition_moves_to_new_replicas_under_load_without_losing_records() {
+    let _one = serial();
+    let mut cluster = Cluster::start(4, &["min.insync.replicas=2"]);
+    wait_brokers(&cluster, 4);
+    let first = cluster.brokers[0].bootstrap();
+    assert_eq!(create_topic(&first, "moving", 1, 3, &[]), 0);
+    wait_for("a leader", Duration::from_secs(20), || leaders_of(&first, "moving", 1));
+    let current = metadata(&first, "moving").unwrap().topics[0].partitions[0]
+        .replicas
+        .clone();
+    let added = (1..=4).find(|b| !current.contains(b)).unwrap();
+    let dropped = current[0];
+    let mut target: Vec<i32> = current.iter().copied().filter(|b| *b != dropped).collect();
+    target.push(added);
+    // A producer with acks=all runs throughout.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let addrs: Vec<(i32, String)> = cluster.brokers.iter().map(|b| (b.id, b.bootstrap())).collect();
+    let producer = {
+        let (stop, acked, addrs) = (stop.clone(), acked.clone(), addrs.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let Some(l) = leaders_of(&addrs[1].1, "moving", 1) else {
+                    continue;
+                };
+                let Some((_, to)) = addrs.iter().find(|(id, _)| *id == l[0]) else {
+                    continue;
+                };
+                n += 1;
+                let value = format!("m{n}").into_bytes();
+                let (error, offset) = produce(to, "moving", 0, -1, &value);
+                if error == 0 {
+                    acked.lock().unwrap().push((offset, value));
+                } else {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        })
+    };
+    wait_for("records before the move", Duration::from_secs(20), || {
+        (acked.lock().unwrap().len() > 20).then_some(())
+    });
+    let plan = cluster.brokers[0].dir.path().join("plan.json");
+    let replicas: Vec<String> = target.iter().map(|b| b.to_string()).collect();
+    std::fs::write(
+        &plan,
+        format!(
+            r#"{{"version":1,"partitions":[{{"topic":"moving","partition":0,"replicas":[{}]}}]}}"#,
+            replicas.join(",")
+        ),
+    )
+    .unwrap();
+    let zk = cluster.zk.connect_string();
+    let ferrite = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferrite"))
+            .args(args)
+            .output()
+            .expect("ferrite");
+        assert!(
+            out.status.success(),
+            "ferrite {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    ferrite(&[
+        "partitions",
+        "reassign",
+        "--zookeeper",
+        &zk,
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    let observer = addrs[1].1.clone();
+    wait_for("the new replicas, all in sync", Duration::from_secs(60), || {
+        let m = metadata(&observer, "moving")?;
+        let p = &m.topics[0].partitions[0];
+        let mut r = p.replicas.clone();
+        r.sort();
+        let mut t = target.clone();
+        t.sort();
+        (r == t && p.isr.len() == 3 && target.contains(&p.leader)).then_some(())
+    });
+    wait_for("the reassignment finished", Duration::from_secs(30), || {
+        ferrite(&["partitions", "reassign", "--zookeeper", &zk, "--verify"])
+            .contains("no reassignment in progress")
+            .then_some(())
+    });
+    wait_for("the dropped replica's data gone", Duration::from_secs(30), || {
+        (!cluster.broker(dropped).data_dir().join("moving-0").exists()).then_some(())
+    });
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    producer.join().unwrap();
+    let leader = leaders_of(&observer, "moving", 1).unwrap()[0];
+    let records = consume_all(&cluster.broker(leader).bootstrap(), "moving", 0);
+    let acked = acked.lock().unwrap().clone();
+    for (offset, value) in &acked {
+        assert!(
+            records.contains(&(*offset, value.clone())),
+            "acknowledged record at {offset} lost"
+        );
+    }
+    let hw = records.last().map_or(0, |r| r.0 + 1);
+    std::thread::sleep(Duration::from_secs(2));
+    for b in cluster.brokers.iter_mut() {
+        b.stop();
+    }
+    let batches = |id: i32| {
+        let log = cluster
+            .brokers
+            .iter()
+            .find(|b| b.id == id)
+            .unwrap()
+            .log_bytes("moving", 0);
+        let (found, _, _) = ferrite_engine::scan::scan_bytes(&log, ferrite_engine::Offset(0));
+        found
+            .into_iter()
+            .filter(|(_, b)| b.next_offset().0 <= hw)
+            .map(|(pos, b)| log[pos as usize..pos as usize + b.size].to_vec())
+            .collect::<Vec<_>>()
+    };
+    let reference = batches(target[0]);
+    assert!(!reference.is_empty());
+    for id in &target {
+        assert_eq!(batches(*id), reference, "replica {id} differs below the HW");
+    }
+}
+
+#[test]
+fn a_zookeeper_ensemble_survives_one_server_and_without_quorum_only_leadership_stops() {
+    let _one = serial();
+    let ensemble = ferrite_testkit::zookeeper::ZooKeeper::ensemble();
+    let mut cluster = Cluster::start_on(ensemble, 3, &["min.insync.replicas=2"]);
+    wait_brokers(&cluster, 3);
+    let first = cluster.brokers[0].bootstrap();
+    assert_eq!(create_topic(&first, "quorum", 3, 3, &[]), 0);
+    let leaders = wait_for("leaders", Duration::from_secs(20), || leaders_of(&first, "quorum", 3));
+    // One ZooKeeper server down: the cluster still works, failover included.
+    cluster.zk.servers[0].stop();
+    let victim = leaders[0];
+    let survivor = cluster.brokers.iter().find(|b| b.id != victim).unwrap().bootstrap();
+    cluster.broker(victim).kill9();
+    let moved = wait_for(
+        "failover with one ZooKeeper server down",
+        Duration::from_secs(30),
+        || leaders_of(&survivor, "quorum", 3).filter(|l| !l.contains(&victim)),
+    );
+    cluster.broker(victim).spawn();
+    wait_for("the ISRs whole again", Duration::from_secs(30), || {
+        partitions_of(&survivor, "quorum", 3).filter(|p| p.iter().all(|x| x.1 == 3))
+    });
+    let addrs: Vec<(i32, String)> = cluster.brokers.iter().map(|b| (b.id, b.bootstrap())).collect();
+    let addr_of = |id: i32| addrs.iter().find(|(b, _)| *b == id).unwrap().1.clone();
+    for (p, l) in moved.iter().enumerate() {
+        wait_for("acks=all with one server down", Duration::from_secs(20), || {
+            (produce(&addr_of(*l), "quorum", p as i32, -1, b"one-down").0 == 0).then_some(())
+        });
+    }
+    // Quorum lost: existing leaders keep taking and serving records.
+    cluster.zk.servers[1].stop();
+    std::thread::sleep(Duration::from_secs(2));
+    for (p, l) in moved.iter().enumerate() {
+        assert_eq!(
+            produce(&addr_of(*l), "quorum", p as i32, -1, b"no-quorum").0,
+            0,
+            "partition {p}"
+        );
+        let records = consume_all(&addr_of(*l), "quorum", p as i32);
+        assert!(records.iter().any(|(_, v)| v == b"no-quorum"));
+    }
+    // But a dead leader is not replaced while there is no quorum.
+    let l0 = moved[0];
+    let other = addrs.iter().find(|(b, _)| *b != l0).unwrap().1.clone();
+    cluster.broker(l0).kill9();
+    std::thread::sleep(Duration::from_secs(8));
+    let seen = leaders_of(&other, "quorum", 3).map(|l| l[0]);
+    assert_eq!(
+        seen,
+        Some(l0),
+        "a leadership change happened without a ZooKeeper quorum"
+    );
+    // Quorum back: the partition gets a live leader.
+    cluster.zk.servers[1].start();
+    wait_for("a new leader once the quorum is back", Duration::from_secs(40), || {
+        leaders_of(&other, "quorum", 3).filter(|l| l[0] != l0)
+    });
+}

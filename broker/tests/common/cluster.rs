@@ -172,7 +172,11 @@ pub struct Cluster {
 impl Cluster {
     /// ZooKeeper and `n` brokers with ids 1..=n.
     pub fn start(n: i32, extra: &[&str]) -> Cluster {
-        let zk = ZooKeeper::standalone();
+        Cluster::start_on(ZooKeeper::standalone(), n, extra)
+    }
+
+    /// `n` brokers on a ZooKeeper the caller started (an ensemble, say).
+    pub fn start_on(zk: ZooKeeper, n: i32, extra: &[&str]) -> Cluster {
         let connect = zk.connect_string();
         let brokers = (1..=n).map(|id| ClusterBroker::new(id, &connect, extra)).collect();
         Cluster { zk, brokers }
