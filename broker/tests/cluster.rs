@@ -447,3 +447,45 @@ fn a_zookeeper_ensemble_survives_one_server_and_without_quorum_only_leadership_s
         leaders_of(&other, "quorum", 3).filter(|l| l[0] != l0)
     });
 }
+
+#[test]
+fn the_cli_preferred_election_and_controlled_shutdown_move_leaders() {
+    let _one = serial();
+    let mut cluster = Cluster::start(3, &["auto.leader.rebalance.enable=false"]);
+    wait_brokers(&cluster, 3);
+    let first = cluster.brokers[0].bootstrap();
+    assert_eq!(create_topic(&first, "elect", 6, 3, &[]), 0);
+    let preferred = wait_for("6 leaders", Duration::from_secs(20), || leaders_of(&first, "elect", 6));
+    let victim = 3;
+    // Controlled shutdown: SIGTERM moves the broker's leaderships away
+    // before it exits, long before its ZooKeeper session would expire.
+    let status = cluster.broker(victim).stop();
+    assert!(status.success(), "exit {status}");
+    let stopped_at = std::time::Instant::now();
+    let observer = cluster.broker(1).bootstrap();
+    let moved = wait_for("no leaders on the stopped broker", Duration::from_secs(10), || {
+        leaders_of(&observer, "elect", 6).filter(|l| !l.contains(&victim))
+    });
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(3),
+        "leaders moved only after {:?}",
+        stopped_at.elapsed()
+    );
+    assert_ne!(moved, preferred);
+    cluster.broker(victim).spawn();
+    wait_for("the ISRs whole again", Duration::from_secs(30), || {
+        partitions_of(&observer, "elect", 6).filter(|p| p.iter().all(|x| x.1 == 3))
+    });
+    // Without automatic rebalancing nothing moves back by itself...
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(leaders_of(&observer, "elect", 6), Some(moved));
+    // ...until the CLI asks.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(["leaders", "--bootstrap", &observer, "elect", "--preferred"])
+        .output()
+        .expect("ferrite leaders");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_for("the preferred leaders back", Duration::from_secs(20), || {
+        leaders_of(&observer, "elect", 6).filter(|l| *l == preferred)
+    });
+}
