@@ -4,6 +4,7 @@
 pub mod engine_run;
 pub mod load;
 pub mod loopback;
+pub mod matrix;
 pub mod size;
 
 use bytes::BytesMut;

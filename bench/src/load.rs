@@ -35,6 +35,9 @@ pub struct LoadConfig {
     /// Records per second in all; 0 = as fast as possible.
     pub rate: u64,
     pub fetch_max_bytes: i32,
+    /// When the topic is created: its replication factor and configs.
+    pub replication_factor: i16,
+    pub topic_configs: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -94,7 +97,13 @@ fn histogram() -> Histogram<u64> {
 pub fn ensure_topic(cfg: &LoadConfig) -> Result<(), ClientError> {
     let mut c = Connection::connect(&cfg.bootstrap, "ferrite-bench")?;
     let mut r = c.call(19, CREATE_TOPICS_V, |w| {
-        codec::create_topics(w, &cfg.topic, cfg.partitions, 1, &[])
+        codec::create_topics(
+            w,
+            &cfg.topic,
+            cfg.partitions,
+            cfg.replication_factor,
+            &cfg.topic_configs,
+        )
     })?;
     for (name, code, msg) in codec::decode_create_topics(&mut r)? {
         if code != 0 && code != 36 {
@@ -185,6 +194,63 @@ fn partitions_of(i: usize, n: usize, partitions: i32) -> Vec<i32> {
     (0..partitions).filter(|p| *p as usize % n == i % n).collect()
 }
 
+/// Each partition's leader address, from the bootstrap broker's metadata
+/// (waiting up to 10 s for every partition to have one). On a single
+/// broker that is the bootstrap address itself.
+pub fn leaders(cfg: &LoadConfig) -> Result<Vec<String>, ClientError> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut c = Connection::connect(&cfg.bootstrap, "ferrite-bench")?;
+        let topics = [cfg.topic.clone()];
+        let mut r = c.call(3, codec::METADATA_V, |w| codec::metadata(w, Some(&topics)))?;
+        let m = codec::decode_metadata(&mut r)?;
+        let found = m.topics.iter().find(|t| t.name == cfg.topic).and_then(|t| {
+            let mut out = vec![None; cfg.partitions.max(0) as usize];
+            for p in &t.partitions {
+                let b = m.brokers.iter().find(|b| b.id == p.leader)?;
+                if let Some(slot) = out.get_mut(p.partition as usize) {
+                    *slot = Some(format!("{}:{}", b.host, b.port));
+                }
+            }
+            out.into_iter().collect::<Option<Vec<String>>>()
+        });
+        match found {
+            Some(l) => return Ok(l),
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            None => {
+                return Err(ClientError::Kafka(format!(
+                    "{}: partitions without a leader",
+                    cfg.topic
+                )))
+            }
+        }
+    }
+}
+
+/// What connection `i` of `n` serves: one leader's address and the
+/// partitions it leads that fall to this connection. Connections are dealt
+/// to leaders in turn, then a leader's partitions among its connections.
+fn assignment(i: usize, n: usize, leaders: &[String]) -> Option<(String, Vec<i32>)> {
+    let mut groups: Vec<(String, Vec<i32>)> = Vec::new();
+    for (p, l) in leaders.iter().enumerate() {
+        match groups.iter_mut().find(|(a, _)| a == l) {
+            Some((_, ps)) => ps.push(p as i32),
+            None => groups.push((l.clone(), vec![p as i32])),
+        }
+    }
+    let g = groups.len().max(1);
+    let (addr, parts) = groups.get(i % g)?.clone();
+    let conns_here = (0..n).filter(|j| j % g == i % g).count().max(1);
+    let k = i / g;
+    let mine: Vec<i32> = parts
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| j % conns_here == k)
+        .map(|(_, p)| *p)
+        .collect();
+    (!mine.is_empty()).then_some((addr, mine))
+}
+
 pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
     ensure_topic(cfg)?;
     let value = vec![b'x'; cfg.record_bytes];
@@ -199,13 +265,13 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
     let deadline = Instant::now() + cfg.duration;
     let per_conn_rate = cfg.rate as f64 / cfg.connections.max(1) as f64;
     let per_conn_count = cfg.count.div_ceil(cfg.connections.max(1) as u64);
+    let leaders = leaders(cfg)?;
     run_threads(cfg, "produce", move |i, shared| {
         let cfg = &cfg2;
-        let parts = partitions_of(i, cfg.connections, cfg.partitions);
-        if parts.is_empty() {
+        let Some((addr, parts)) = assignment(i, cfg.connections, &leaders) else {
             return Ok((histogram(), 0));
-        }
-        let mut c = Connection::connect(&cfg.bootstrap, "ferrite-bench")?;
+        };
+        let mut c = Connection::connect(&addr, "ferrite-bench")?;
         let mut h = histogram();
         let mut errors = 0;
         let mut due: VecDeque<Instant> = VecDeque::new();
@@ -317,4 +383,28 @@ pub fn consume(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
         }
         Ok((h, errors))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_go_to_the_leaders_and_cover_every_partition_once() {
+        let leaders: Vec<String> = ["a", "b", "c", "a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let mut seen = Vec::new();
+        for i in 0..4 {
+            if let Some((addr, parts)) = assignment(i, 4, &leaders) {
+                for p in &parts {
+                    assert_eq!(leaders[*p as usize], addr);
+                }
+                seen.extend(parts);
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, vec![0, 1, 2, 3, 4, 5]);
+        // One broker: every partition on the one connection's leader.
+        let one = vec!["x".to_string(); 3];
+        assert_eq!(assignment(0, 1, &one), Some(("x".to_string(), vec![0, 1, 2])));
+    }
 }

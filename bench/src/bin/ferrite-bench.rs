@@ -81,6 +81,27 @@ enum Command {
         #[arg(long, default_value = "1MiB", value_parser = parse_size)]
         fetch_max_bytes: u64,
     },
+    /// Start a 3-broker loopback cluster (and its ZooKeeper) and measure
+    /// produce throughput and latency over acks 0/1/all, RF 1/3, 100 B and
+    /// 1 KiB records, flush policy none and group commit. Writes
+    /// DIR/matrix.md, DIR/matrix.json and DIR/matrix.svg.
+    Matrix {
+        /// Where the table, the JSON and the chart go.
+        #[arg(long, default_value = "./ferrite-matrix")]
+        out: PathBuf,
+        /// The ferrite binary (default: beside this one).
+        #[arg(long)]
+        ferrite: Option<PathBuf>,
+        /// Seconds of load per cell.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 6)]
+        partitions: i32,
+        #[arg(long, default_value_t = 3)]
+        connections: usize,
+        #[arg(long, default_value_t = 16)]
+        inflight: usize,
+    },
     /// Loopback TCP bandwidth of this machine.
     Loopback {
         #[arg(long, default_value_t = 2.0)]
@@ -126,6 +147,8 @@ fn load_config(l: LoadArgs) -> LoadConfig {
         count: l.count,
         rate: 0,
         fetch_max_bytes: 1 << 20,
+        replication_factor: 1,
+        topic_configs: Vec::new(),
     }
 }
 
@@ -174,6 +197,35 @@ fn main() {
             cfg.fetch_max_bytes = fetch_max_bytes.min(i32::MAX as u64) as i32;
             let result = load::consume(&cfg).unwrap_or_else(|e| fail("consume", e));
             println!("{}", result.to_json("consume", &cfg));
+        }
+        Command::Matrix {
+            out,
+            ferrite,
+            seconds,
+            partitions,
+            connections,
+            inflight,
+        } => {
+            let ferrite = ferrite.unwrap_or_else(|| {
+                let me = std::env::current_exe().unwrap_or_else(|e| fail("matrix", e));
+                me.with_file_name("ferrite")
+            });
+            let cfg = ferrite_bench::matrix::MatrixConfig {
+                out,
+                ferrite,
+                seconds,
+                partitions,
+                connections,
+                inflight,
+            };
+            let cells = ferrite_bench::matrix::run(&cfg).unwrap_or_else(|e| fail("matrix", e));
+            println!("{}", ferrite_bench::matrix::table(&cells));
+            let ratio = ferrite_bench::matrix::target_ratio(&cells);
+            println!(
+                "{}",
+                serde_json::json!({"bench": "matrix", "cells": cells.len(), "rf3_all_over_rf1_one": ratio,
+                                   "out": cfg.out.display().to_string()})
+            );
         }
         Command::Loopback { seconds } => {
             let mb = ferrite_bench::loopback::measure(Duration::from_secs_f64(seconds))

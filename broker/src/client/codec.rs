@@ -53,6 +53,30 @@ pub fn frame_v2(api_key: i16, version: i16, correlation_id: i32, client_id: &str
     w.into_bytes().freeze()
 }
 
+/// The body length a response frame's 4-byte size announces, checked
+/// against `max` before anything is allocated for it.
+pub fn response_len(size: [u8; 4], max: usize) -> std::io::Result<usize> {
+    let len = usize::try_from(i32::from_be_bytes(size))
+        .ok()
+        .filter(|l| *l >= 4 && *l <= max);
+    len.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "bad response length"))
+}
+
+/// A response body as a reader past its header (v0, or v1 with tagged
+/// fields when `flexible_header`), checked to answer `correlation`.
+pub fn response_body(body: Vec<u8>, correlation: i32, flexible_header: bool) -> std::io::Result<Reader> {
+    let invalid = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    let mut r = Reader::new(Bytes::from(body));
+    let got = r.i32("correlation_id").map_err(|e| invalid(e.to_string()))?;
+    if got != correlation {
+        return Err(invalid(format!("response {got} while {correlation} was expected")));
+    }
+    if flexible_header {
+        r.skip_tagged_fields().map_err(|e| invalid(e.to_string()))?;
+    }
+    Ok(r)
+}
+
 /// Reads the correlation id off a response frame (header v0).
 pub fn response_correlation(r: &mut Reader) -> WireResult<i32> {
     r.i32("correlation_id")

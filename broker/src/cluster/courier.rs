@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use ferrite_controller::control::{BrokerEpoch, ControllerRequest, DeleteData};
 use ferrite_controller::driver::Incoming;
 use ferrite_controller::partition_state::ControllerEpoch;
@@ -93,25 +92,11 @@ impl Conn {
         self.correlation = self.correlation.wrapping_add(1);
         let frame = crate::client::codec::frame_v2(api_key, version, self.correlation, CLIENT_ID, body);
         self.stream.write_all(&frame).await?;
-        let len = self.stream.read_i32().await?;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|l| *l >= 4 && *l <= RESPONSE_BYTES_MAX);
-        let Some(len) = len else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "bad response length",
-            ));
-        };
-        let mut buf = vec![0u8; len];
-        self.stream.read_exact(&mut buf).await?;
-        let mut r = Reader::new(Bytes::from(buf));
-        let correlation = r.i32("correlation_id").map_err(invalid)?;
-        if correlation != self.correlation {
-            return Err(invalid("correlation mismatch"));
-        }
-        r.skip_tagged_fields().map_err(invalid)?;
-        Ok(r)
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).await?;
+        let mut body = vec![0u8; crate::client::codec::response_len(size, RESPONSE_BYTES_MAX)?];
+        self.stream.read_exact(&mut body).await?;
+        crate::client::codec::response_body(body, self.correlation, true)
     }
 }
 

@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use ferrite_engine::notify::Notify;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_replication::{Backoff, BrokerId, ReplicationError};
@@ -18,7 +18,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 use super::replicas::ShardReplicas;
 use super::ClusterShared;
-use crate::client::codec::frame;
+use crate::client::codec::{frame, response_body, response_len};
 use crate::client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition};
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::offset_for_leader_epoch::{
@@ -124,29 +124,11 @@ impl Conn {
         self.correlation = self.correlation.wrapping_add(1);
         let bytes = frame(api_key, version, self.correlation, "ferrite-replica-fetcher", body);
         self.stream.write_all(&bytes).await?;
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).await?;
-        let len = i32::from_be_bytes(len);
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|l| *l >= 4 && *l <= RESPONSE_BYTES_MAX);
-        let Some(len) = len else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "bad response length",
-            ));
-        };
-        let mut body = vec![0u8; len];
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).await?;
+        let mut body = vec![0u8; response_len(size, RESPONSE_BYTES_MAX)?];
         self.stream.read_exact(&mut body).await?;
-        let mut r = Reader::new(Bytes::from(body));
-        let correlation = r.i32("correlation_id").map_err(invalid)?;
-        if correlation != self.correlation {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "correlation mismatch",
-            ));
-        }
-        Ok(r)
+        response_body(body, self.correlation, false)
     }
 }
 
