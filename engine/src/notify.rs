@@ -15,6 +15,12 @@ use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::task::{Poll, Waker};
 
+/// Wakers kept at most. Waiters that gave up (a timeout won a race, say)
+/// leave theirs behind until the next notification; past this many they are
+/// all woken early, which is harmless: a woken waiter that sees no change
+/// waits again.
+pub const WAITERS_MAX: usize = 1024;
+
 #[derive(Default)]
 pub struct Notify {
     generation: Cell<u64>,
@@ -36,7 +42,16 @@ impl Notify {
             if self.generation.get() != seen {
                 return Poll::Ready(());
             }
-            self.waiters.borrow_mut().push(cx.waker().clone());
+            let mut waiters = self.waiters.borrow_mut();
+            if waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                return Poll::Pending;
+            }
+            if waiters.len() >= WAITERS_MAX {
+                for w in waiters.drain(..) {
+                    w.wake();
+                }
+            }
+            waiters.push(cx.waker().clone());
             Poll::Pending
         })
         .await
@@ -55,6 +70,36 @@ impl Notify {
 mod tests {
     use super::*;
     use std::rc::Rc;
+
+    #[test]
+    fn abandoned_waits_leave_a_bounded_number_of_wakers() {
+        let ex = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .make()
+            .unwrap();
+        ex.run(async {
+            let n = Rc::new(Notify::new());
+            // Many tasks, each polling twice (one waker kept) and then giving
+            // up, as long polls whose timeout wins do.
+            for _ in 0..3 * WAITERS_MAX {
+                let n = n.clone();
+                glommio::spawn_local(async move {
+                    let seen = n.generation();
+                    let mut polls = 0;
+                    futures_lite::future::or(n.changed_since(seen), async {
+                        while polls < 2 {
+                            polls += 1;
+                            glommio::yield_if_needed().await;
+                            futures_lite::future::yield_now().await;
+                        }
+                    })
+                    .await;
+                })
+                .await;
+            }
+            assert!(n.waiters.borrow().len() <= WAITERS_MAX, "{} wakers kept", n.waiters.borrow().len());
+            assert!(!n.waiters.borrow().is_empty());
+        });
+    }
 
     #[test]
     fn every_waiter_wakes() {
