@@ -123,12 +123,25 @@ fn wait_for_brokers(bootstrap: &str, n: usize) -> Result<(), String> {
 /// Runs the whole matrix; returns its cells.
 pub fn run(cfg: &MatrixConfig) -> Result<Vec<Cell>, String> {
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    // The brokers' data and logs, removed after a run that succeeded and
+    // kept (named in the error) after one that did not.
+    let work = tempfile::Builder::new()
+        .prefix("cluster-")
+        .tempdir_in(&cfg.out)
+        .map_err(|e| e.to_string())?;
+    let kept = work.path().display().to_string();
+    run_in(cfg, work.path()).map_err(|e| {
+        let _ = work.keep();
+        format!("{e} (broker data and logs kept in {kept})")
+    })
+}
+
+fn run_in(cfg: &MatrixConfig, work: &Path) -> Result<Vec<Cell>, String> {
     let zk = ZooKeeper::standalone();
     let ports: Vec<u16> = (0..3).map(|_| ferrite_testkit::free_port()).collect();
     let mut brokers = Vec::new();
     for (i, port) in ports.iter().enumerate() {
-        let dir = work.path().join(format!("broker-{}", i + 1));
+        let dir = work.join(format!("broker-{}", i + 1));
         brokers.push(start_broker(cfg, i as i32 + 1, *port, &zk.connect_string(), &dir).map_err(|e| e.to_string())?);
     }
     let bootstrap = format!("127.0.0.1:{}", ports[0]);

@@ -86,6 +86,15 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
             metrics::gauge!("ferrite_log_end_offset", &labels).set(log.log_end_offset().0 as f64);
             metrics::gauge!("ferrite_log_durable_offset", &labels).set(log.durable_offset().0 as f64);
             metrics::gauge!("ferrite_log_start_offset", &labels).set(log.log_start_offset().0 as f64);
+            // In a cluster: the high watermark beside the durable offset,
+            // the ISR size and whether this broker leads.
+            if let Some(r) = shard.replicas.as_ref().and_then(|r| r.get(&tp)) {
+                metrics::gauge!("ferrite_partition_high_watermark", &labels).set(r.hw().0 as f64);
+                let leader = r.role() == ferrite_replication::RoleKind::Leader;
+                metrics::gauge!("ferrite_partition_leader", &labels).set(if leader { 1.0 } else { 0.0 });
+                let isr = r.isr().map_or(0, |i| i.len());
+                metrics::gauge!("ferrite_partition_isr_size", &labels).set(isr as f64);
+            }
         }
         glommio::timer::sleep(Duration::from_secs(5)).await;
     }

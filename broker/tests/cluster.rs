@@ -178,17 +178,27 @@ fn min_insync_replicas_refuses_acks_all_until_followers_return() {
 }
 
 #[test]
-fn a_deleted_topic_leaves_no_data_and_no_znodes() {
+fn added_partitions_get_replicas_and_a_deleted_topic_leaves_no_data_and_no_znodes() {
     let _one = serial();
     let cluster = Cluster::start(3, &[]);
     wait_brokers(&cluster, 3);
     let first = cluster.brokers[0].bootstrap();
     assert_eq!(create_topic(&first, "doomed", 3, 3, &[]), 0);
     wait_for("leaders", Duration::from_secs(20), || leaders_of(&first, "doomed", 3));
+    // Partitions added later get leaders and replicas the same way.
+    let mut c = Connection::connect(&first, "cluster-test").expect("connect");
+    let mut r = c
+        .call(37, codec::CREATE_PARTITIONS_V, |w| {
+            codec::create_partitions(w, "doomed", 5)
+        })
+        .expect("create partitions");
+    assert_eq!(codec::decode_create_partitions(&mut r).expect("decode")[0].1, 0);
+    let leaders = wait_for("5 leaders", Duration::from_secs(20), || leaders_of(&first, "doomed", 5));
+    assert!(leaders.iter().all(|l| (1..=3).contains(l)));
     let dirs: Vec<std::path::PathBuf> = cluster
         .brokers
         .iter()
-        .flat_map(|b| (0..3).map(move |p| b.data_dir().join(format!("doomed-{p}"))))
+        .flat_map(|b| (0..5).map(move |p| b.data_dir().join(format!("doomed-{p}"))))
         .collect();
     wait_for("every replica's directory", Duration::from_secs(20), || {
         dirs.iter().all(|d| d.exists()).then_some(())

@@ -96,7 +96,11 @@ mod tests {
                 })
                 .await;
             }
-            assert!(n.waiters.borrow().len() <= WAITERS_MAX, "{} wakers kept", n.waiters.borrow().len());
+            assert!(
+                n.waiters.borrow().len() <= WAITERS_MAX,
+                "{} wakers kept",
+                n.waiters.borrow().len()
+            );
             assert!(!n.waiters.borrow().is_empty());
         });
     }

@@ -20,8 +20,11 @@ use crate::protocol::fetch::{encode_response, FetchPartitionResponse, FetchReque
 use crate::protocol::response::{Chunk, FileChunk, ResponseBuilder};
 use crate::shard::BrokerShard;
 
-/// How often a long-polling fetch looks again.
+/// How often a long-polling consumer fetch looks again.
 const FETCH_POLL_MS: u64 = 10;
+/// How often a follower's long-polling fetch looks again: its next fetch is
+/// what moves the high watermark, so acks=all latency waits on this.
+const REPLICA_FETCH_POLL_MS: u64 = 2;
 /// Largest fetch response, whatever the request asks (Kafka's broker
 /// `fetch.max.bytes` default).
 pub const FETCH_RESPONSE_BYTES_MAX: u64 = 55 << 20;
@@ -233,6 +236,11 @@ pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: b
             return;
         }
         drop(topics);
-        glommio::timer::sleep(Duration::from_millis(FETCH_POLL_MS)).await;
+        let poll = if f.replica_id >= 0 {
+            REPLICA_FETCH_POLL_MS
+        } else {
+            FETCH_POLL_MS
+        };
+        glommio::timer::sleep(Duration::from_millis(poll)).await;
     }
 }

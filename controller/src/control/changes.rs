@@ -129,6 +129,8 @@ impl Controller {
         let outcome = election::offline(replicas, &proposal.isr, &self.eligible(), unclean);
         if outcome.kind == election::OutcomeKind::Unclean {
             tracing::warn!(%tp, leader = ?outcome.leader, isr = ?proposal.isr, "unclean leader election");
+            // Counted where the operator looks (the controller's /metrics).
+            metrics::counter!("ferrite_unclean_leader_elections_total", "topic" => tp.topic.clone()).increment(1);
         }
         proposal.leader = outcome.leader;
         proposal.isr = outcome.isr;
