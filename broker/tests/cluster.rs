@@ -473,6 +473,16 @@ fn the_cli_preferred_election_and_controlled_shutdown_move_leaders() {
     assert!(status.success(), "exit {status}");
     let stopped_at = std::time::Instant::now();
     let observer = cluster.broker(1).bootstrap();
+    // Its registration goes with its closed session, not 4 s later at expiry.
+    let zk = cluster.zk.connect_string();
+    wait_for("the stopped broker unregistered", Duration::from_secs(10), || {
+        with_zk(&zk, async |s| s.live_brokers().await.ok().filter(|b| b.len() == 2))
+    });
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(3),
+        "unregistered only after {:?}",
+        stopped_at.elapsed()
+    );
     let moved = wait_for("no leaders on the stopped broker", Duration::from_secs(10), || {
         leaders_of(&observer, "elect", 6).filter(|l| !l.contains(&victim))
     });

@@ -138,11 +138,22 @@ async fn run(
             }
         }
     }
-    // Dropping the driver's channels makes it resign and return.
+    // Dropping the driver's channels (the courier holds clones) makes it
+    // resign and return.
     drop(in_tx);
     outgoing.abort();
+    let _ = outgoing.await;
     let _ = tokio::time::timeout(Duration::from_secs(5), member).await;
+    // With the last handle on the session gone the client closes it, so the
+    // broker's registration goes now rather than at session expiry (a broker
+    // restarted at once would otherwise wait for it); give the close a
+    // moment to be sent before the runtime stops.
+    drop(session_rx);
+    tokio::time::sleep(SESSION_CLOSE_GRACE).await;
 }
+
+/// How long the cluster thread waits for its ZooKeeper session to close.
+const SESSION_CLOSE_GRACE: Duration = Duration::from_millis(300);
 
 fn no_session() -> ControllerError {
     ControllerError::Unavailable {
