@@ -239,7 +239,6 @@ impl PartitionReplica {
 
     fn maybe_expand_isr(&mut self, follower: BrokerId) {
         let hw = self.offsets.hw();
-        let (leader, leader_epoch, expected) = (self.local, self.epoch, self.zk_version);
         let Role::Leader(l) = &mut self.role else { return };
         if l.isr.is_pending() || l.isr.committed().contains(&follower) {
             return;
@@ -251,19 +250,13 @@ impl PartitionReplica {
             return;
         }
         l.isr.expand(follower);
-        let isr = l.isr.proposed().unwrap_or_default().into_iter().collect();
-        self.actions.push(Action::WriteIsr {
-            leader,
-            leader_epoch,
-            isr,
-            expected,
-        });
+        self.write_proposed_isr();
     }
 
     fn maybe_shrink_isr(&mut self, now: MonoMs) {
         let leo = self.offsets.leo();
         let lag_max = self.config.replica_lag_time_max_ms;
-        let (leader, leader_epoch, expected) = (self.local, self.epoch, self.zk_version);
+        let leader = self.local;
         let Role::Leader(l) = &mut self.role else { return };
         if l.isr.is_pending() {
             return;
@@ -283,12 +276,19 @@ impl PartitionReplica {
             return;
         }
         l.isr.shrink(lagging);
+        self.write_proposed_isr();
+    }
+
+    /// Asks for the ISR change just proposed to be written, conditional on
+    /// the state znode version this leader knows.
+    fn write_proposed_isr(&mut self) {
+        let Role::Leader(l) = &self.role else { return };
         let isr = l.isr.proposed().unwrap_or_default().into_iter().collect();
         self.actions.push(Action::WriteIsr {
-            leader,
-            leader_epoch,
+            leader: self.local,
+            leader_epoch: self.epoch,
             isr,
-            expected,
+            expected: self.zk_version,
         });
     }
 

@@ -59,22 +59,26 @@ pub fn response_len(size: [u8; 4], max: usize) -> std::io::Result<usize> {
     let len = usize::try_from(i32::from_be_bytes(size))
         .ok()
         .filter(|l| *l >= 4 && *l <= max);
-    len.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "bad response length"))
+    len.ok_or_else(|| invalid_data("bad response length"))
 }
 
 /// A response body as a reader past its header (v0, or v1 with tagged
 /// fields when `flexible_header`), checked to answer `correlation`.
 pub fn response_body(body: Vec<u8>, correlation: i32, flexible_header: bool) -> std::io::Result<Reader> {
-    let invalid = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let mut r = Reader::new(Bytes::from(body));
-    let got = r.i32("correlation_id").map_err(|e| invalid(e.to_string()))?;
+    let got = r.i32("correlation_id").map_err(invalid_data)?;
     if got != correlation {
-        return Err(invalid(format!("response {got} while {correlation} was expected")));
+        return Err(invalid_data(format!("response {got} while {correlation} was expected")));
     }
     if flexible_header {
-        r.skip_tagged_fields().map_err(|e| invalid(e.to_string()))?;
+        r.skip_tagged_fields().map_err(invalid_data)?;
     }
     Ok(r)
+}
+
+/// An `InvalidData` I/O error: a peer's answer that cannot be used.
+pub fn invalid_data(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
 }
 
 /// Reads the correlation id off a response frame (header v0).
@@ -246,44 +250,22 @@ pub struct FetchedPartition {
     pub records: Bytes,
 }
 
-/// The first partition of a Fetch v11 response.
+/// The first partition of a Fetch v11 response (the top-level error when
+/// there is none).
 pub fn decode_fetch(r: &mut Reader) -> WireResult<FetchedPartition> {
-    r.i32("throttle_time_ms")?;
-    let error = r.i16("error")?;
-    r.i32("session_id")?;
-    let nt = r.array_len_required(false, 6, "topics")?;
-    let mut first = FetchedPartition {
-        error,
-        high_watermark: -1,
-        records: Bytes::new(),
-    };
-    for t in 0..nt {
-        r.string(false, "topic")?;
-        let np = r.array_len_required(false, 40, "partitions")?;
-        for p in 0..np {
-            r.i32("partition")?;
-            let error = r.i16("error")?;
-            let hw = r.i64("high_watermark")?;
-            r.i64("last_stable_offset")?;
-            r.i64("log_start_offset")?;
-            if let Some(n) = r.array_len(false, 16, "aborted")? {
-                for _ in 0..n {
-                    r.i64("producer_id")?;
-                    r.i64("first_offset")?;
-                }
-            }
-            r.i32("preferred_read_replica")?;
-            let records = r.nullable_bytes(false, "records")?.unwrap_or_default();
-            if t == 0 && p == 0 {
-                first = FetchedPartition {
-                    error,
-                    high_watermark: hw,
-                    records,
-                };
-            }
-        }
-    }
-    Ok(first)
+    let (error, partitions) = super::replica_fetch::decode(r)?;
+    Ok(match partitions.into_iter().next() {
+        Some(p) => FetchedPartition {
+            error: p.error,
+            high_watermark: p.high_watermark,
+            records: p.records,
+        },
+        None => FetchedPartition {
+            error,
+            high_watermark: -1,
+            records: Bytes::new(),
+        },
+    })
 }
 
 // ---- CreateTopics v4, DeleteTopics v3, CreatePartitions v1 ----

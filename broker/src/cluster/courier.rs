@@ -22,6 +22,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::ClusterShared;
+use crate::client::codec::invalid_data;
 use crate::protocol::controlled_shutdown::{self, ControlledShutdownRequest, ControlledShutdownResponse};
 use crate::protocol::controller_rpc::{self, ControlHeader, ControllerRpc};
 use crate::protocol::leader_and_isr::LeaderAndIsrResponse;
@@ -100,10 +101,6 @@ impl Conn {
     }
 }
 
-fn invalid(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
-}
-
 async fn deliver_loop(
     shared: Arc<ClusterShared>,
     incoming: mpsc::Sender<Incoming>,
@@ -174,7 +171,7 @@ async fn send(shared: &ClusterShared, c: &mut Conn, item: &Item) -> std::io::Res
     let mut r = c.call(rpc.api_key(), rpc.version(), body.as_slice()).await?;
     let error = match rpc {
         ControllerRpc::LeaderAndIsr(_) => {
-            let resp = LeaderAndIsrResponse::decode(&mut r).map_err(invalid)?;
+            let resp = LeaderAndIsrResponse::decode(&mut r).map_err(invalid_data)?;
             let refused = resp
                 .topics
                 .iter()
@@ -186,8 +183,8 @@ async fn send(shared: &ClusterShared, c: &mut Conn, item: &Item) -> std::io::Res
             }
             resp.error_code
         }
-        ControllerRpc::UpdateMetadata(_) => UpdateMetadataResponse::decode(&mut r).map_err(invalid)?.error_code,
-        ControllerRpc::StopReplica(_) => StopReplicaResponse::decode(&mut r).map_err(invalid)?.error_code,
+        ControllerRpc::UpdateMetadata(_) => UpdateMetadataResponse::decode(&mut r).map_err(invalid_data)?.error_code,
+        ControllerRpc::StopReplica(_) => StopReplicaResponse::decode(&mut r).map_err(invalid_data)?.error_code,
     };
     Ok(error)
 }

@@ -18,6 +18,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 use super::replicas::ShardReplicas;
 use super::ClusterShared;
+use crate::client::codec::invalid_data;
 use crate::client::codec::{frame, response_body, response_len};
 use crate::client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition};
 use crate::protocol::errors::ErrorCode;
@@ -130,10 +131,6 @@ impl Conn {
         self.stream.read_exact(&mut body).await?;
         response_body(body, self.correlation, false)
     }
-}
-
-fn invalid(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
 }
 
 async fn run(fetchers: Rc<Fetchers>, f: Rc<Fetcher>) {
@@ -260,7 +257,7 @@ async fn epoch_queries(
             |w| req.encode(w, OFFSET_FOR_LEADER_EPOCH_V),
         )
         .await?;
-    let resp = OffsetForLeaderEpochResponse::decode(&mut r, OFFSET_FOR_LEADER_EPOCH_V).map_err(invalid)?;
+    let resp = OffsetForLeaderEpochResponse::decode(&mut r, OFFSET_FOR_LEADER_EPOCH_V).map_err(invalid_data)?;
     let mut answered = BTreeSet::new();
     for t in resp.topics {
         for p in t.partitions {
@@ -328,7 +325,7 @@ async fn fetch(
             replica_fetch::encode(w, limits, &request)
         })
         .await?;
-    let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid)?;
+    let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid_data)?;
     let mut backoff = false;
     for p in fetched {
         let tp = TopicPartition::new(p.topic.clone(), p.partition);

@@ -163,12 +163,7 @@ impl ClusterShared {
     /// install on every shard.
     pub fn merge_metadata(&self, update: metadata_cache::MetadataUpdate) -> Arc<ClusterMeta> {
         self.controller.store(update.controller.0, Ordering::SeqCst);
-        {
-            let mut e = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-            for b in &update.brokers {
-                e.insert(b.id, b.clone());
-            }
-        }
+        self.note_endpoints(&update.brokers);
         let mut m = self.metadata.lock().unwrap_or_else(|p| p.into_inner());
         Arc::new(m.apply(update))
     }

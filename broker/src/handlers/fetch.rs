@@ -105,10 +105,6 @@ async fn read_on_owner(
     let owner = shard.owner(&tp);
     let result = shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let who = Requester {
-                fetch_offset: offset,
-                ..who
-            };
             let (log, upper, hw) = match read_bounds(&s, &tp, who).await {
                 Ok(b) => b,
                 Err(code) => return Ok::<_, EngineError>((Err(code), -1, -1)),
