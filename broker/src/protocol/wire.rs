@@ -209,6 +209,12 @@ impl Reader {
         self.take_bytes(n, what).map(Some)
     }
 
+    /// Non-null `bytes` / `compact_bytes`, zero-copy.
+    pub fn bytes(&mut self, flexible: bool, what: &'static str) -> WireResult<Bytes> {
+        self.nullable_bytes(flexible, what)?
+            .ok_or(WireError::UnexpectedNull { what })
+    }
+
     /// A non-null array of int32 (classic or compact), bounded by the bytes
     /// left.
     pub fn i32_array(&mut self, flexible: bool, what: &'static str) -> WireResult<Vec<i32>> {
