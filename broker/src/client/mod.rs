@@ -2,6 +2,7 @@
 //! blocking connections with pipelining, over the client-side codec.
 
 pub mod codec;
+pub mod group;
 pub mod replica_fetch;
 
 use std::io::{Read, Write};
