@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use ferrite_engine::log_config::LogConfig;
 use ferrite_engine::segment_appender::WriteMode;
 
+use crate::groups::{GroupConfig, OffsetsConfig};
+
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {
     pub broker_id: i32,
@@ -40,6 +42,10 @@ pub struct BrokerConfig {
     pub fetch_wait_ms_max: u64,
     /// Replication and controller settings, used when `zookeeper.connect` is set.
     pub cluster: ClusterConfig,
+    /// The group coordinator's `group.*` settings.
+    pub groups: GroupConfig,
+    /// The `offsets.*` settings of `__consumer_offsets`.
+    pub offsets: OffsetsConfig,
 }
 
 /// The settings of a broker in a ZooKeeper cluster, under Kafka's names.
@@ -114,6 +120,8 @@ impl Default for BrokerConfig {
             connection_requests_inflight_max: 32,
             fetch_wait_ms_max: 30_000,
             cluster: ClusterConfig::default(),
+            groups: GroupConfig::default(),
+            offsets: OffsetsConfig::default(),
         }
     }
 }
@@ -125,10 +133,8 @@ const INERT_KEYS: &[&str] = &[
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
-    "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "group.initial.rebalance.delay.ms",
     "zookeeper.connection.timeout.ms",
     "listener.security.protocol.map",
     "inter.broker.listener.name",
@@ -261,6 +267,24 @@ impl BrokerConfig {
                 }
                 "leader.imbalance.per.broker.percentage" => self.cluster.leader_imbalance_per_broker_pct = num(k, v)?,
                 "controlled.shutdown.enable" => self.cluster.controlled_shutdown = boolean(k, v)?,
+                "group.min.session.timeout.ms" => self.groups.session_timeout_min_ms = num(k, v)?,
+                "group.max.session.timeout.ms" => self.groups.session_timeout_max_ms = num(k, v)?,
+                "group.initial.rebalance.delay.ms" => self.groups.initial_rebalance_delay_ms = num(k, v)?,
+                "group.max.size" => self.groups.members_max = num(k, v)?,
+                "offsets.topic.num.partitions" => {
+                    self.offsets.partitions = num(k, v)?;
+                    if !(1..=1000).contains(&self.offsets.partitions) {
+                        return Err(invalid(k, v, "expected 1 to 1000"));
+                    }
+                }
+                "offsets.topic.replication.factor" => self.offsets.replication_factor = num(k, v)?,
+                "offsets.topic.segment.bytes" => self.offsets.segment_bytes = num(k, v)?,
+                "offsets.retention.minutes" => {
+                    let minutes: u64 = num(k, v)?;
+                    self.offsets.retention_ms = minutes.saturating_mul(60_000);
+                }
+                "offsets.retention.check.interval.ms" => self.offsets.retention_check_interval_ms = num(k, v)?,
+                "offset.metadata.max.bytes" => self.offsets.metadata_bytes_max = num(k, v)?,
                 "ferrite.shards" => self.shards = num(k, v)?,
                 "ferrite.fetch.wait.max.ms" => self.fetch_wait_ms_max = num(k, v)?,
                 "ferrite.metrics.listen" => {

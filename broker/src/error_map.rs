@@ -5,6 +5,7 @@ use ferrite_controller::ControllerError;
 use ferrite_engine::{BatchError, EngineError};
 use ferrite_replication::{ReplicaOpError, ReplicationError};
 
+use crate::groups::GroupError;
 use crate::protocol::errors::ErrorCode;
 use crate::shard::AdminError;
 
@@ -74,5 +75,27 @@ pub fn replica_op(e: &ReplicaOpError) -> ErrorCode {
     match e {
         ReplicaOpError::Replication(r) => replication(r),
         ReplicaOpError::Log(l) => engine(l),
+    }
+}
+
+pub fn group(e: GroupError) -> ErrorCode {
+    match e {
+        GroupError::InvalidGroupId => ErrorCode::InvalidGroupId,
+        GroupError::InvalidSessionTimeout => ErrorCode::InvalidSessionTimeout,
+        GroupError::UnknownMemberId => ErrorCode::UnknownMemberId,
+        GroupError::IllegalGeneration => ErrorCode::IllegalGeneration,
+        GroupError::RebalanceInProgress => ErrorCode::RebalanceInProgress,
+        GroupError::MemberIdRequired => ErrorCode::MemberIdRequired,
+        GroupError::InconsistentGroupProtocol => ErrorCode::InconsistentGroupProtocol,
+        GroupError::FencedInstanceId => ErrorCode::FencedInstanceId,
+        GroupError::GroupMaxSizeReached => ErrorCode::GroupMaxSizeReached,
+        GroupError::NonEmptyGroup => ErrorCode::NonEmptyGroup,
+        GroupError::GroupIdNotFound => ErrorCode::GroupIdNotFound,
+        GroupError::CoordinatorNotAvailable => ErrorCode::CoordinatorNotAvailable,
+        GroupError::CoordinatorLoadInProgress => ErrorCode::CoordinatorLoadInProgress,
+        GroupError::NotCoordinator => ErrorCode::NotCoordinator,
+        GroupError::OffsetMetadataTooLarge => ErrorCode::OffsetMetadataTooLarge,
+        GroupError::UnknownTopicOrPartition => ErrorCode::UnknownTopicOrPartition,
+        GroupError::GroupSubscribedToTopic => ErrorCode::GroupSubscribedToTopic,
     }
 }

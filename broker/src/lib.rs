@@ -9,6 +9,7 @@ pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod error_map;
+pub mod groups;
 pub mod handlers;
 pub mod metrics;
 pub mod net;

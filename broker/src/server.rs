@@ -146,6 +146,7 @@ impl Server {
                     ));
                     shard.apply_metadata(meta, Stale::Keep).await?;
                     glommio::spawn_local(crate::metrics::report_logs(shard.clone())).detach();
+                    glommio::spawn_local(crate::groups::coordinator::run_clock(shard.clone())).detach();
                     Ok(shard)
                 })
             })

@@ -25,6 +25,7 @@ use ferrite_engine::{EngineError, LogConfig, PartitionLog, ShardId, TopicPartiti
 use crate::cluster::replicas::ShardReplicas;
 use crate::cluster::ClusterShared;
 use crate::config::BrokerConfig;
+use crate::groups::GroupCoordinator;
 
 /// What to do with local logs the metadata no longer names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +85,8 @@ pub struct BrokerShard {
     /// In a cluster: the replicas of this shard's partitions (`None` for
     /// `ferrite standalone`, whose logs are served directly).
     pub replicas: Option<Rc<ShardReplicas>>,
+    /// The groups of this shard's `__consumer_offsets` partitions.
+    pub groups: GroupCoordinator,
 }
 
 impl BrokerShard {
@@ -98,6 +101,7 @@ impl BrokerShard {
     ) -> BrokerShard {
         BrokerShard {
             id,
+            groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
             config,
             logs,
             handle,

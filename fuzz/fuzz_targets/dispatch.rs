@@ -27,6 +27,9 @@ fn broker() -> &'static ShardHandle<BrokerShard> {
         config.log.segment_bytes = 1 << 20;
         // A fuzzed fetch may ask to wait minutes; a millisecond will do.
         config.fetch_wait_ms_max = 1;
+        // A group's first rebalance completes at once; later joins may wait
+        // for members of earlier inputs, which the timeout below cuts short.
+        config.groups.initial_rebalance_delay_ms = 0;
         let server = Server::start(config).expect("broker starts");
         let handle = server.handle();
         // The broker lives as long as the fuzzing process.
@@ -39,7 +42,16 @@ fuzz_target!(|data: &[u8]| {
     let frame = Bytes::copy_from_slice(data);
     let done = futures_lite::future::block_on(broker().submit(ShardId(0), move |shard: Rc<BrokerShard>| async move {
         if let Ok(Decoded::Request(req)) = decode_frame(frame) {
-            let _ = handlers::handle(&shard, *req).await;
+            // A JoinGroup or SyncGroup waits for other members (up to a
+            // fuzzed rebalance timeout): a second is plenty.
+            let answer = async {
+                let _ = handlers::handle(&shard, *req).await;
+            };
+            let limit = glommio::timer::sleep(std::time::Duration::from_secs(1));
+            futures_lite::future::or(answer, async {
+                limit.await;
+            })
+            .await;
         }
     }));
     assert!(done.is_ok(), "the shard died");

@@ -42,7 +42,7 @@ fn entry(meta: &ClusterMeta, name: &str) -> Option<TopicEntry> {
         error: 0,
         name: Some(t.name.clone()),
         id: t.id,
-        is_internal: false,
+        is_internal: t.name == crate::groups::OFFSETS_TOPIC,
         partitions: t
             .partitions
             .iter()

@@ -3,6 +3,7 @@
 
 mod admin;
 mod fetch;
+mod groups;
 mod inter_broker;
 mod list_offsets;
 mod metadata;
@@ -46,14 +47,20 @@ pub fn api_versions_unsupported(header: &RequestHeader) -> Reply {
 }
 
 pub async fn handle(shard: &Rc<BrokerShard>, req: Request) -> Reply {
+    handle_from(shard, req, None).await
+}
+
+/// Answers `req`, which came from `peer` (the address DescribeGroups shows
+/// for group members).
+pub async fn handle_from(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::SocketAddr>) -> Reply {
     let api = req.api;
     let start = std::time::Instant::now();
-    let reply = dispatch(shard, req).await;
+    let reply = dispatch(shard, req, peer).await;
     crate::metrics::request(api, start.elapsed().as_secs_f64());
     reply
 }
 
-async fn dispatch(shard: &Rc<BrokerShard>, req: Request) -> Reply {
+async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::SocketAddr>) -> Reply {
     let v = req.version();
     let flexible = req.flexible;
     let mut b = ResponseBuilder::new();
@@ -82,6 +89,23 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request) -> Reply {
         RequestBody::ControlledShutdown(c) => inter_broker::controlled_shutdown(shard, c, &mut b).await,
         RequestBody::OffsetForLeaderEpoch(o) => inter_broker::offset_for_leader_epoch(shard, o, v, &mut b).await,
         RequestBody::ElectLeaders(e) => inter_broker::elect_leaders(shard, e, v, &mut b).await,
+        RequestBody::FindCoordinator(f) => groups::find_coordinator(shard, f, v, &mut b).await,
+        RequestBody::JoinGroup(j) => {
+            let client_id = req.header.client_id.clone().unwrap_or_default();
+            let host = peer
+                .map(|p| format!("/{}", p.ip()))
+                .unwrap_or_else(|| "/unknown".into());
+            groups::join_group(shard, j, client_id, host, v, &mut b).await
+        }
+        RequestBody::SyncGroup(s) => groups::sync_group(shard, s, v, &mut b).await,
+        RequestBody::Heartbeat(h) => groups::heartbeat(shard, h, v, &mut b).await,
+        RequestBody::LeaveGroup(l) => groups::leave_group(shard, l, v, &mut b).await,
+        RequestBody::OffsetCommit(c) => groups::offset_commit(shard, c, v, &mut b).await,
+        RequestBody::OffsetFetch(f) => groups::offset_fetch(shard, f, v, &mut b).await,
+        RequestBody::OffsetDelete(d) => groups::offset_delete(shard, d, v, &mut b).await,
+        RequestBody::ListGroups(l) => groups::list_groups(shard, l, v, &mut b).await,
+        RequestBody::DescribeGroups(d) => groups::describe_groups(shard, d, v, &mut b).await,
+        RequestBody::DeleteGroups(d) => groups::delete_groups(shard, d, v, &mut b).await,
     }
     Reply::of(b)
 }

@@ -146,7 +146,7 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
         let task = match decode_frame(frame.freeze()) {
             Ok(Decoded::Request(req)) => {
                 let shard = shard.clone();
-                glommio::spawn_local(async move { handlers::handle(&shard, *req).await })
+                glommio::spawn_local(async move { handlers::handle_from(&shard, *req, peer).await })
             }
             Ok(Decoded::ApiVersionsUnsupported(header)) => {
                 let reply = handlers::api_versions_unsupported(&header);

@@ -21,6 +21,17 @@ pub enum ApiKey {
     ControlledShutdown,
     OffsetForLeaderEpoch,
     ElectLeaders,
+    FindCoordinator,
+    JoinGroup,
+    Heartbeat,
+    LeaveGroup,
+    SyncGroup,
+    OffsetCommit,
+    OffsetFetch,
+    OffsetDelete,
+    ListGroups,
+    DescribeGroups,
+    DeleteGroups,
 }
 
 /// One row of the ApiVersions answer.
@@ -121,6 +132,84 @@ pub const SUPPORTED: &[ApiSupport] = &[
         max: super::elect_leaders::MAX_VERSION,
         flexible_from: super::elect_leaders::FLEXIBLE_FROM,
     },
+    // The consumer-group APIs (classic protocol).
+    ApiSupport {
+        key: ApiKey::FindCoordinator,
+        code: super::group_membership::FIND_COORDINATOR_KEY,
+        min: 0,
+        max: super::group_membership::FIND_COORDINATOR_MAX_VERSION,
+        flexible_from: super::group_membership::FIND_COORDINATOR_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::JoinGroup,
+        code: super::group_membership::JOIN_GROUP_KEY,
+        min: 0,
+        max: super::group_membership::JOIN_GROUP_MAX_VERSION,
+        flexible_from: super::group_membership::JOIN_GROUP_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::Heartbeat,
+        code: super::group_membership::HEARTBEAT_KEY,
+        min: 0,
+        max: super::group_membership::HEARTBEAT_MAX_VERSION,
+        flexible_from: super::group_membership::HEARTBEAT_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::LeaveGroup,
+        code: super::group_membership::LEAVE_GROUP_KEY,
+        min: 0,
+        max: super::group_membership::LEAVE_GROUP_MAX_VERSION,
+        flexible_from: super::group_membership::LEAVE_GROUP_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::SyncGroup,
+        code: super::group_membership::SYNC_GROUP_KEY,
+        min: 0,
+        max: super::group_membership::SYNC_GROUP_MAX_VERSION,
+        flexible_from: super::group_membership::SYNC_GROUP_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetCommit,
+        code: super::group_offsets::OFFSET_COMMIT_KEY,
+        min: 0,
+        max: super::group_offsets::OFFSET_COMMIT_MAX_VERSION,
+        flexible_from: super::group_offsets::OFFSET_COMMIT_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetFetch,
+        code: super::group_offsets::OFFSET_FETCH_KEY,
+        min: 0,
+        max: super::group_offsets::OFFSET_FETCH_MAX_VERSION,
+        flexible_from: super::group_offsets::OFFSET_FETCH_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetDelete,
+        code: super::group_offsets::OFFSET_DELETE_KEY,
+        min: 0,
+        max: super::group_offsets::OFFSET_DELETE_MAX_VERSION,
+        flexible_from: i16::MAX,
+    },
+    ApiSupport {
+        key: ApiKey::ListGroups,
+        code: super::groups_admin::LIST_GROUPS_KEY,
+        min: 0,
+        max: super::groups_admin::LIST_GROUPS_MAX_VERSION,
+        flexible_from: super::groups_admin::LIST_GROUPS_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeGroups,
+        code: super::groups_admin::DESCRIBE_GROUPS_KEY,
+        min: 0,
+        max: super::groups_admin::DESCRIBE_GROUPS_MAX_VERSION,
+        flexible_from: super::groups_admin::DESCRIBE_GROUPS_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteGroups,
+        code: super::groups_admin::DELETE_GROUPS_KEY,
+        min: 0,
+        max: super::groups_admin::DELETE_GROUPS_MAX_VERSION,
+        flexible_from: super::groups_admin::DELETE_GROUPS_FLEXIBLE_FROM,
+    },
     // Between brokers: the controller's requests (one version each, see
     // `controller_rpc`), a broker's ControlledShutdown, and the followers'
     // OffsetForLeaderEpoch (which consumers may use too, KIP-320).
@@ -191,6 +280,17 @@ impl ApiKey {
             ApiKey::ControlledShutdown => "ControlledShutdown",
             ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
             ApiKey::ElectLeaders => "ElectLeaders",
+            ApiKey::FindCoordinator => "FindCoordinator",
+            ApiKey::JoinGroup => "JoinGroup",
+            ApiKey::Heartbeat => "Heartbeat",
+            ApiKey::LeaveGroup => "LeaveGroup",
+            ApiKey::SyncGroup => "SyncGroup",
+            ApiKey::OffsetCommit => "OffsetCommit",
+            ApiKey::OffsetFetch => "OffsetFetch",
+            ApiKey::OffsetDelete => "OffsetDelete",
+            ApiKey::ListGroups => "ListGroups",
+            ApiKey::DescribeGroups => "DescribeGroups",
+            ApiKey::DeleteGroups => "DeleteGroups",
         }
     }
 }

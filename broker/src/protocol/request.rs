@@ -9,6 +9,11 @@ use super::controlled_shutdown::ControlledShutdownRequest;
 use super::controller_rpc::ControllerRpc;
 use super::elect_leaders::ElectLeadersRequest;
 use super::fetch::FetchRequest;
+use super::group_membership::{
+    FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
+};
+use super::group_offsets::{OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest};
+use super::groups_admin::{DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest};
 use super::header::{RequestHeader, Route};
 use super::list_offsets::ListOffsetsRequest;
 use super::metadata::MetadataRequest;
@@ -35,6 +40,17 @@ pub enum RequestBody {
     ControlledShutdown(ControlledShutdownRequest),
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     ElectLeaders(ElectLeadersRequest),
+    FindCoordinator(FindCoordinatorRequest),
+    JoinGroup(JoinGroupRequest),
+    Heartbeat(HeartbeatRequest),
+    LeaveGroup(LeaveGroupRequest),
+    SyncGroup(SyncGroupRequest),
+    OffsetCommit(OffsetCommitRequest),
+    OffsetFetch(OffsetFetchRequest),
+    OffsetDelete(OffsetDeleteRequest),
+    ListGroups(ListGroupsRequest),
+    DescribeGroups(DescribeGroupsRequest),
+    DeleteGroups(DeleteGroupsRequest),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,5 +132,16 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::ControlledShutdown => RequestBody::ControlledShutdown(ControlledShutdownRequest::decode(r)?),
         ApiKey::OffsetForLeaderEpoch => RequestBody::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(r, v)?),
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(r, v)?),
+        ApiKey::FindCoordinator => RequestBody::FindCoordinator(FindCoordinatorRequest::decode(r, v)?),
+        ApiKey::JoinGroup => RequestBody::JoinGroup(JoinGroupRequest::decode(r, v)?),
+        ApiKey::Heartbeat => RequestBody::Heartbeat(HeartbeatRequest::decode(r, v)?),
+        ApiKey::LeaveGroup => RequestBody::LeaveGroup(LeaveGroupRequest::decode(r, v)?),
+        ApiKey::SyncGroup => RequestBody::SyncGroup(SyncGroupRequest::decode(r, v)?),
+        ApiKey::OffsetCommit => RequestBody::OffsetCommit(OffsetCommitRequest::decode(r, v)?),
+        ApiKey::OffsetFetch => RequestBody::OffsetFetch(OffsetFetchRequest::decode(r, v)?),
+        ApiKey::OffsetDelete => RequestBody::OffsetDelete(OffsetDeleteRequest::decode(r, v)?),
+        ApiKey::ListGroups => RequestBody::ListGroups(ListGroupsRequest::decode(r, v)?),
+        ApiKey::DescribeGroups => RequestBody::DescribeGroups(DescribeGroupsRequest::decode(r, v)?),
+        ApiKey::DeleteGroups => RequestBody::DeleteGroups(DeleteGroupsRequest::decode(r, v)?),
     })
 }

@@ -1,0 +1,497 @@
+//! The group coordinator of one shard: the groups of the `__consumer_offsets`
+//! partitions this shard owns (and, in a cluster, leads), loaded from those
+//! partitions on first use and written back to them.
+//!
+//! A group lives on the partition `abs(java_hash(group)) % partitions`
+//! (Kafka's rule, so tools agree on where a group is); requests reach the
+//! shard owning that partition by message. Membership is the
+//! [`Group`](super::group::Group) state machine; this driver gives it the
+//! clock, keeps the waiting JoinGroup and SyncGroup answers, and makes
+//! writes durable before answering: an offset commit is answered once its
+//! record is appended (in a cluster, once the ISR has it), and a leader's
+//! assignment once the group record is.
+//!
+//! In a cluster a partition's groups are (re)loaded whenever this broker
+//! leads it under a leader epoch it has not loaded, so a broker that lost
+//! and regained the leadership never serves what it held before.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use ferrite_engine::batch::{self, Compression, Validation, HEADER_BYTES};
+use ferrite_engine::log_read::{ReadRegion, SizeLimit};
+use ferrite_engine::record::{decode_records, Record};
+use ferrite_engine::{AppendMode, LeaderEpoch, Offset, PartitionLog, TimestampMs, TopicPartition};
+use ferrite_replication::{Acks, LocalReplica, MonoMs, RoleKind};
+use tokio::sync::oneshot;
+
+use super::error::GroupError;
+use super::group::{Delivery, GroupConfig, JoinAnswer, SyncAnswer};
+use super::offsets_format::{encode_group, encode_key, RecordKey};
+use super::partition_state::PartitionGroups;
+use super::OFFSETS_TOPIC;
+use crate::shard::BrokerShard;
+
+/// Bytes read per step while loading a partition.
+const LOAD_READ_BYTES: usize = 1 << 20;
+/// Largest decompressed batch accepted while loading.
+const LOAD_DECOMPRESSED_BYTES_MAX: usize = 64 << 20;
+/// How often the groups' clocks run.
+pub const TICK_MS: u64 = 100;
+/// How long a coordinator write may wait for the ISR.
+pub const WRITE_TIMEOUT_MS: u64 = 5_000;
+
+/// The offsets topic's settings (Kafka's `offsets.*` names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetsConfig {
+    /// `offsets.topic.num.partitions`
+    pub partitions: i32,
+    /// `offsets.topic.replication.factor`
+    pub replication_factor: i16,
+    /// `offsets.topic.segment.bytes`
+    pub segment_bytes: u64,
+    /// `offsets.retention.minutes`, in ms.
+    pub retention_ms: u64,
+    /// `offset.metadata.max.bytes`
+    pub metadata_bytes_max: usize,
+    /// `offsets.retention.check.interval.ms`
+    pub retention_check_interval_ms: u64,
+}
+
+impl Default for OffsetsConfig {
+    fn default() -> OffsetsConfig {
+        OffsetsConfig {
+            partitions: 50,
+            replication_factor: 3,
+            segment_bytes: 100 << 20,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            metadata_bytes_max: 4096,
+            retention_check_interval_ms: 600_000,
+        }
+    }
+}
+
+/// A loaded partition: its groups, and the leader epoch they were loaded
+/// under (`None` for a standalone broker).
+struct Slot {
+    epoch: Option<LeaderEpoch>,
+    groups: PartitionGroups,
+}
+
+/// Where a coordinator write goes.
+enum Sink {
+    Log(Rc<PartitionLog>, LeaderEpoch),
+    Replica(Rc<LocalReplica>),
+}
+
+impl Sink {
+    fn log(&self) -> &Rc<PartitionLog> {
+        match self {
+            Sink::Log(log, _) => log,
+            Sink::Replica(r) => r.log(),
+        }
+    }
+
+    fn epoch(&self) -> Option<LeaderEpoch> {
+        match self {
+            Sink::Log(..) => None,
+            Sink::Replica(r) => Some(r.leader_epoch()),
+        }
+    }
+}
+
+/// A record as read back: key and value, either possibly null.
+type ReadRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// A record to write: key, and value or `None` for a tombstone.
+pub type KeyValue = (Vec<u8>, Option<Vec<u8>>);
+
+type Waiters<T> = RefCell<BTreeMap<(String, String), oneshot::Sender<T>>>;
+
+pub struct GroupCoordinator {
+    pub config: GroupConfig,
+    pub offsets: OffsetsConfig,
+    slots: RefCell<BTreeMap<i32, Slot>>,
+    loading: glommio::sync::Semaphore,
+    joins: Waiters<JoinAnswer>,
+    syncs: Waiters<SyncAnswer>,
+    origin: std::time::Instant,
+    ids_made: Cell<u64>,
+}
+
+/// Kafka's `Utils.abs(group.hashCode()) % partitions`, with Java's
+/// `String.hashCode` over UTF-16 code units.
+pub fn partition_for(group: &str, partitions: i32) -> i32 {
+    let mut h: i32 = 0;
+    for unit in group.encode_utf16() {
+        h = h.wrapping_mul(31).wrapping_add(i32::from(unit));
+    }
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs % partitions.max(1)
+}
+
+pub fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl GroupCoordinator {
+    pub fn new(config: GroupConfig, offsets: OffsetsConfig) -> GroupCoordinator {
+        GroupCoordinator {
+            config,
+            offsets,
+            slots: RefCell::new(BTreeMap::new()),
+            loading: glommio::sync::Semaphore::new(1),
+            joins: RefCell::new(BTreeMap::new()),
+            syncs: RefCell::new(BTreeMap::new()),
+            origin: std::time::Instant::now(),
+            ids_made: Cell::new(0),
+        }
+    }
+
+    pub fn now(&self) -> MonoMs {
+        MonoMs(self.origin.elapsed().as_millis() as u64)
+    }
+
+    pub fn partition_of(&self, group: &str) -> i32 {
+        partition_for(group, self.offsets.partitions)
+    }
+
+    pub fn topic_partition(&self, group: &str) -> TopicPartition {
+        TopicPartition::new(OFFSETS_TOPIC.to_string(), self.partition_of(group))
+    }
+
+    /// A new member id: the client id and 32 hex digits nobody else has.
+    pub fn fresh_member_id(&self, client_id: &str) -> String {
+        use std::hash::{BuildHasher, Hasher};
+        let n = self.ids_made.get() + 1;
+        self.ids_made.set(n);
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.write_u128(self.origin.elapsed().as_nanos());
+        let a = h.finish();
+        h.write_u64(a);
+        let prefix: String = client_id.chars().take(64).collect();
+        format!("{prefix}-{a:016x}{:016x}", h.finish())
+    }
+
+    /// Where writes for partition `p` go, if this shard serves it.
+    fn sink(&self, shard: &BrokerShard, p: i32) -> Result<Sink, GroupError> {
+        let tp = TopicPartition::new(OFFSETS_TOPIC.to_string(), p);
+        if let Some(replicas) = &shard.replicas {
+            let replica = replicas.get(&tp).ok_or(GroupError::NotCoordinator)?;
+            if replica.role() != RoleKind::Leader {
+                return Err(GroupError::NotCoordinator);
+            }
+            return Ok(Sink::Replica(replica));
+        }
+        let log = shard.local_log(&tp).ok_or(GroupError::CoordinatorNotAvailable)?;
+        let epoch = shard
+            .meta()
+            .topic(OFFSETS_TOPIC)
+            .and_then(|t| t.partition(p))
+            .map(|pm| pm.leader_epoch)
+            .unwrap_or(0);
+        Ok(Sink::Log(log, LeaderEpoch(epoch)))
+    }
+
+    /// Makes sure partition `p`'s groups are loaded for the current
+    /// leadership, loading them from the log if not.
+    pub async fn ensure_loaded(&self, shard: &BrokerShard, p: i32) -> Result<(), GroupError> {
+        let sink = self.sink(shard, p)?;
+        if self.slots.borrow().get(&p).is_some_and(|s| s.epoch == sink.epoch()) {
+            return Ok(());
+        }
+        let _one = self
+            .loading
+            .acquire_permit(1)
+            .await
+            .map_err(|_| GroupError::CoordinatorNotAvailable)?;
+        let sink = self.sink(shard, p)?;
+        if self.slots.borrow().get(&p).is_some_and(|s| s.epoch == sink.epoch()) {
+            return Ok(());
+        }
+        let groups = self.load(sink.log(), p).await?;
+        self.answer_dropped(p);
+        self.slots.borrow_mut().insert(
+            p,
+            Slot {
+                epoch: sink.epoch(),
+                groups,
+            },
+        );
+        Ok(())
+    }
+
+    /// Waiting requests of groups about to be replaced by a reload are told
+    /// to find the coordinator again.
+    fn answer_dropped(&self, p: i32) {
+        let Some(old) = self.slots.borrow_mut().remove(&p) else {
+            return;
+        };
+        for id in old.groups.groups.keys() {
+            self.fail_waiters(id, GroupError::NotCoordinator);
+        }
+    }
+
+    fn fail_waiters(&self, group: &str, error: GroupError) {
+        let mut joins = self.joins.borrow_mut();
+        let keys: Vec<_> = joins.keys().filter(|(g, _)| g == group).cloned().collect();
+        for k in keys {
+            if let Some(tx) = joins.remove(&k) {
+                let _ = tx.send(JoinAnswer::refused(error, &k.1));
+            }
+        }
+        let mut syncs = self.syncs.borrow_mut();
+        let keys: Vec<_> = syncs.keys().filter(|(g, _)| g == group).cloned().collect();
+        for k in keys {
+            if let Some(tx) = syncs.remove(&k) {
+                let _ = tx.send(SyncAnswer::refused(error));
+            }
+        }
+    }
+
+    async fn load(&self, log: &Rc<PartitionLog>, p: i32) -> Result<PartitionGroups, GroupError> {
+        let start = std::time::Instant::now();
+        let end = log.log_end_offset();
+        let mut at = log.log_start_offset();
+        let mut raw: Vec<Vec<u8>> = Vec::new();
+        while at < end {
+            let read = log
+                .read(at, LOAD_READ_BYTES, end, SizeLimit::AtLeastOneBatch)
+                .await
+                .map_err(|e| load_failed(p, &e))?;
+            if matches!(read.region, ReadRegion::Empty) || read.next_offset <= at {
+                break;
+            }
+            raw.push(read.to_vec().await.map_err(|e| load_failed(p, &e))?);
+            at = read.next_offset;
+        }
+        let mut records: Vec<ReadRecord> = Vec::new();
+        for chunk in &raw {
+            collect_records(chunk, &mut records);
+        }
+        let (groups, report) =
+            PartitionGroups::replay(records.iter().map(|(k, v)| (k.as_deref(), v.as_deref())), self.now());
+        tracing::info!(
+            partition = p,
+            groups = groups.groups.len(),
+            records = report.records,
+            skipped = report.skipped,
+            ms = start.elapsed().as_millis() as u64,
+            "loaded group coordinator partition"
+        );
+        Ok(groups)
+    }
+
+    /// Runs `f` on the loaded state of partition `p`.
+    pub fn with_groups<R>(&self, p: i32, f: impl FnOnce(&mut PartitionGroups) -> R) -> Result<R, GroupError> {
+        let mut slots = self.slots.borrow_mut();
+        let slot = slots.get_mut(&p).ok_or(GroupError::CoordinatorLoadInProgress)?;
+        Ok(f(&mut slot.groups))
+    }
+
+    /// Every loaded partition's number.
+    pub fn loaded_partitions(&self) -> Vec<i32> {
+        self.slots.borrow().keys().copied().collect()
+    }
+
+    /// Appends records (key, value or `None` for a tombstone) to partition
+    /// `p`; returns once durable as the broker defines it (the ISR has them
+    /// in a cluster).
+    pub async fn append(&self, shard: &BrokerShard, p: i32, records: Vec<KeyValue>) -> Result<(), GroupError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let sink = self.sink(shard, p)?;
+        let recs: Vec<Record<'_>> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| Record {
+                offset_delta: i as i32,
+                timestamp_delta: 0,
+                key: Some(k),
+                value: v.as_deref(),
+                headers: Vec::new(),
+            })
+            .collect();
+        let bytes = batch::build_batch_of_records(Offset(0), TimestampMs(wall_ms()), &recs);
+        let bytes = BytesMut::from(&bytes[..]);
+        let result = match &sink {
+            Sink::Log(log, epoch) => log
+                .append(bytes, AppendMode::Leader { epoch: *epoch })
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Sink::Replica(r) => {
+                let deadline = self.now().plus_ms(WRITE_TIMEOUT_MS);
+                r.produce(bytes, Acks::All, deadline)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        };
+        result.map_err(|e| {
+            tracing::warn!(partition = p, error = %e, "group coordinator write failed");
+            GroupError::CoordinatorNotAvailable
+        })
+    }
+
+    /// Registers a waiting JoinGroup answer.
+    pub fn wait_join(&self, group: &str, member: &str) -> oneshot::Receiver<JoinAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let old = self
+            .joins
+            .borrow_mut()
+            .insert((group.to_string(), member.to_string()), tx);
+        if let Some(old) = old {
+            let _ = old.send(JoinAnswer::refused(GroupError::RebalanceInProgress, member));
+        }
+        rx
+    }
+
+    pub fn wait_sync(&self, group: &str, member: &str) -> oneshot::Receiver<SyncAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let old = self
+            .syncs
+            .borrow_mut()
+            .insert((group.to_string(), member.to_string()), tx);
+        if let Some(old) = old {
+            let _ = old.send(SyncAnswer::refused(GroupError::RebalanceInProgress));
+        }
+        rx
+    }
+
+    /// Writes the group's record if it changed, then hands out the answers
+    /// that became ready. Answers to SyncGroup carry the write's failure.
+    pub async fn settle(&self, shard: &BrokerShard, p: i32, group: &str) {
+        let taken = self.with_groups(p, |pg| {
+            pg.groups.get_mut(group).map(|e| {
+                let deliveries = e.group.take_deliveries();
+                let snapshot = e.group.take_persist().then(|| e.group.snapshot());
+                (deliveries, snapshot)
+            })
+        });
+        let Ok(Some((deliveries, snapshot))) = taken else {
+            return;
+        };
+        let mut write_error = None;
+        if let Some(snap) = snapshot {
+            let key = encode_key(&RecordKey::Group {
+                group: group.to_string(),
+            });
+            let value = encode_group(&snap, wall_ms());
+            write_error = self.append(shard, p, vec![(key, Some(value))]).await.err();
+        }
+        self.deliver(group, deliveries, write_error);
+    }
+
+    fn deliver(&self, group: &str, deliveries: Vec<Delivery>, write_error: Option<GroupError>) {
+        for d in deliveries {
+            match d {
+                Delivery::Join { member_id, answer } => {
+                    if let Some(tx) = self.joins.borrow_mut().remove(&(group.to_string(), member_id)) {
+                        let _ = tx.send(answer);
+                    }
+                }
+                Delivery::Sync { member_id, mut answer } => {
+                    if let (Some(e), None) = (write_error, answer.error) {
+                        answer = SyncAnswer::refused(e);
+                    }
+                    if let Some(tx) = self.syncs.borrow_mut().remove(&(group.to_string(), member_id)) {
+                        let _ = tx.send(answer);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One round of the groups' clocks on every loaded partition.
+    pub async fn tick(&self, shard: &BrokerShard) {
+        let now = self.now();
+        for p in self.loaded_partitions() {
+            if self.sink(shard, p).is_err() {
+                // No longer ours (a new leader elsewhere): drop the state.
+                self.answer_dropped(p);
+                continue;
+            }
+            let groups = self
+                .with_groups(p, |pg| {
+                    for e in pg.groups.values_mut() {
+                        e.group.tick(now, &self.config);
+                    }
+                    pg.groups.keys().cloned().collect::<Vec<String>>()
+                })
+                .unwrap_or_default();
+            for g in groups {
+                self.settle(shard, p, &g).await;
+            }
+        }
+    }
+}
+
+/// The shard's group clock: session and rebalance timeouts every
+/// [`TICK_MS`], offset expiry every `offsets.retention.check.interval.ms`.
+/// Ends when the broker stops.
+pub async fn run_clock(shard: Rc<BrokerShard>) {
+    let mut expired_at = std::time::Instant::now();
+    let expiry_every = std::time::Duration::from_millis(shard.groups.offsets.retention_check_interval_ms.max(1_000));
+    while !shard.stopping.get() {
+        glommio::timer::sleep(std::time::Duration::from_millis(TICK_MS)).await;
+        shard.groups.tick(&shard).await;
+        if expired_at.elapsed() >= expiry_every {
+            expired_at = std::time::Instant::now();
+            shard.groups.expire_offsets(&shard).await;
+        }
+    }
+}
+
+/// The (key, value) pairs of every data batch in `chunk` (whole batches as
+/// the log returned them), decompressing where needed.
+fn collect_records(chunk: &[u8], out: &mut Vec<ReadRecord>) {
+    let mut pos = 0;
+    while pos + HEADER_BYTES <= chunk.len() {
+        let Ok(info) = batch::validate(&chunk[pos..], chunk.len() - pos, Validation::Stored) else {
+            tracing::warn!(
+                position = pos,
+                "unreadable batch in __consumer_offsets; the rest of the read is skipped"
+            );
+            return;
+        };
+        let body = &chunk[pos + HEADER_BYTES..pos + info.size];
+        pos += info.size;
+        if info.is_control {
+            continue;
+        }
+        let plain;
+        let body = if info.compression == Compression::None {
+            body
+        } else {
+            match ferrite_engine::compression::decompress(info.compression, body, LOAD_DECOMPRESSED_BYTES_MAX) {
+                Ok(p) => {
+                    plain = p;
+                    &plain[..]
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "undecompressable batch in __consumer_offsets skipped");
+                    continue;
+                }
+            }
+        };
+        match decode_records(body, info.record_count) {
+            Ok(rs) => out.extend(
+                rs.into_iter()
+                    .map(|r| (r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec))),
+            ),
+            Err(e) => tracing::warn!(error = %e, "undecodable records in __consumer_offsets skipped"),
+        }
+    }
+}
+
+fn load_failed(p: i32, e: &ferrite_engine::EngineError) -> GroupError {
+    tracing::error!(partition = p, error = %e, "loading group coordinator partition failed");
+    GroupError::CoordinatorNotAvailable
+}

@@ -1,0 +1,20 @@
+//! The group coordinator (Kafka's classic consumer-group protocol):
+//! membership state machines per group ([`group`]), the records of
+//! `__consumer_offsets` ([`offsets_format`]), a partition's replayed state
+//! ([`partition_state`]), the per-shard driver that loads and writes them
+//! ([`coordinator`]) and its operations per API ([`ops`]).
+
+pub mod coordinator;
+pub mod error;
+pub mod group;
+pub mod member;
+pub mod offsets_format;
+pub mod ops;
+pub mod partition_state;
+
+pub use coordinator::{partition_for, GroupCoordinator, OffsetsConfig};
+pub use error::GroupError;
+pub use group::GroupConfig;
+
+/// The internal topic holding committed offsets and group metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

@@ -1,0 +1,518 @@
+//! The consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup,
+//! Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
+//! ListGroups, DescribeGroups and DeleteGroups. Each request is carried to
+//! the shard owning the group's `__consumer_offsets` partition, where the
+//! coordinator ([`crate::groups`]) answers it.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::rc::Rc;
+
+use ferrite_controller::ControllerError;
+
+use crate::error_map;
+use crate::groups::group::{JoinAnswer, JoinRequest, MemberIdPolicy, SyncAnswer, SyncRequest};
+use crate::groups::ops::{CommitEntry, Committer};
+use crate::groups::{GroupError, OFFSETS_TOPIC};
+use crate::protocol::errors::ErrorCode;
+use crate::protocol::group_membership as gm;
+use crate::protocol::group_offsets as go;
+use crate::protocol::groups_admin as ga;
+use crate::protocol::response::ResponseBuilder;
+use crate::shard::{AdminError, AdminOp, BrokerShard};
+
+/// JoinGroup v4+ gives a new member its id first (KIP-394).
+const MEMBER_ID_REQUIRED_FROM: i16 = 4;
+
+fn code(e: Option<GroupError>) -> i16 {
+    e.map(|e| error_map::group(e).code()).unwrap_or(0)
+}
+
+fn result_code(r: &Result<(), GroupError>) -> i16 {
+    code(r.err())
+}
+
+/// Runs `f` with the coordinator of `group`'s partition, on its shard.
+async fn on_coordinator<R, F, Fut>(shard: &Rc<BrokerShard>, group: &str, f: F) -> Result<R, GroupError>
+where
+    R: Send + 'static,
+    F: FnOnce(Rc<BrokerShard>) -> Fut + Send + 'static,
+    Fut: Future<Output = R> + 'static,
+{
+    let tp = shard.groups.topic_partition(group);
+    let owner = shard.owner(&tp);
+    shard
+        .run_on(owner, f)
+        .await
+        .map_err(|_| GroupError::CoordinatorNotAvailable)
+}
+
+/// Creates `__consumer_offsets` if it does not exist yet, as Kafka does on
+/// the first FindCoordinator.
+async fn ensure_offsets_topic(shard: &Rc<BrokerShard>) -> Result<(), GroupError> {
+    if shard.meta().topic(OFFSETS_TOPIC).is_some() {
+        return Ok(());
+    }
+    let live = shard.meta().brokers.len().max(1) as i16;
+    let o = &shard.config.offsets;
+    let mut configs = BTreeMap::new();
+    configs.insert("segment.bytes".to_string(), o.segment_bytes.to_string());
+    // Until compaction is built, nothing may be deleted by age or size.
+    configs.insert("retention.ms".to_string(), "-1".to_string());
+    configs.insert("retention.bytes".to_string(), "-1".to_string());
+    let op = AdminOp::CreateTopic {
+        name: OFFSETS_TOPIC.to_string(),
+        partitions: o.partitions,
+        replication_factor: o.replication_factor.clamp(1, live),
+        configs,
+        validate_only: false,
+    };
+    match shard.admin(op).await {
+        Ok(_) | Err(AdminError::Controller(ControllerError::TopicExists { .. })) => Ok(()),
+        Err(e) => {
+            tracing::warn!(error = %e, "creating __consumer_offsets failed");
+            Err(GroupError::CoordinatorNotAvailable)
+        }
+    }
+}
+
+pub async fn find_coordinator(
+    shard: &Rc<BrokerShard>,
+    req: gm::FindCoordinatorRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    let mut resp = gm::FindCoordinatorResponse {
+        throttle_time_ms: 0,
+        error_code: 0,
+        error_message: None,
+        node_id: -1,
+        host: String::new(),
+        port: -1,
+    };
+    let found = if req.key_type != gm::KEY_TYPE_GROUP {
+        resp.error_message = Some("transactions are not supported".into());
+        Err(GroupError::CoordinatorNotAvailable)
+    } else {
+        locate(shard, &req.key).await
+    };
+    match found {
+        Ok((node_id, host, port)) => {
+            resp.node_id = node_id;
+            resp.host = host;
+            resp.port = port;
+        }
+        Err(e) => {
+            resp.error_code = error_map::group(e).code();
+            resp.error_message.get_or_insert_with(|| e.to_string());
+        }
+    }
+    resp.encode(&mut b.w, v);
+}
+
+/// The broker leading the group's partition of `__consumer_offsets`.
+async fn locate(shard: &Rc<BrokerShard>, group: &str) -> Result<(i32, String, i32), GroupError> {
+    ensure_offsets_topic(shard).await?;
+    let p = shard.groups.partition_of(group);
+    let meta = shard.meta();
+    let leader = meta
+        .topic(OFFSETS_TOPIC)
+        .and_then(|t| t.partition(p))
+        .and_then(|pm| pm.leader)
+        .ok_or(GroupError::CoordinatorNotAvailable)?;
+    let broker = meta
+        .brokers
+        .iter()
+        .find(|b| b.id == leader)
+        .ok_or(GroupError::CoordinatorNotAvailable)?;
+    Ok((broker.id.0, broker.host.clone(), i32::from(broker.port)))
+}
+
+pub async fn join_group(
+    shard: &Rc<BrokerShard>,
+    req: gm::JoinGroupRequest,
+    client_id: String,
+    client_host: String,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    let session_ms = req.session_timeout_ms.max(0) as u64;
+    let rebalance_ms = if req.rebalance_timeout_ms < 0 {
+        session_ms
+    } else {
+        req.rebalance_timeout_ms as u64
+    };
+    let join = JoinRequest {
+        member_id: req.member_id.clone(),
+        instance_id: req.group_instance_id.clone(),
+        client_id,
+        client_host,
+        session_timeout_ms: session_ms,
+        rebalance_timeout_ms: rebalance_ms,
+        protocol_type: req.protocol_type.clone(),
+        protocols: req.protocols.into_iter().map(|p| (p.name, p.metadata)).collect(),
+        policy: if v >= MEMBER_ID_REQUIRED_FROM {
+            MemberIdPolicy::Required
+        } else {
+            MemberIdPolicy::AssignedOnJoin
+        },
+    };
+    let group = req.group_id.clone();
+    let answer = on_coordinator(shard, &req.group_id, move |s| async move {
+        s.groups.join(&s, &group, join).await
+    })
+    .await
+    .unwrap_or_else(|e| JoinAnswer::refused(e, &req.member_id));
+    gm::JoinGroupResponse {
+        throttle_time_ms: 0,
+        error_code: code(answer.error),
+        generation_id: answer.generation,
+        protocol_type: answer.protocol_type,
+        protocol_name: answer.protocol,
+        leader: answer.leader,
+        member_id: answer.member_id,
+        members: answer
+            .members
+            .into_iter()
+            .map(|m| gm::JoinGroupMember {
+                member_id: m.member_id,
+                group_instance_id: m.instance_id,
+                metadata: m.metadata,
+            })
+            .collect(),
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn sync_group(shard: &Rc<BrokerShard>, req: gm::SyncGroupRequest, v: i16, b: &mut ResponseBuilder) {
+    let sync = SyncRequest {
+        member_id: req.member_id,
+        instance_id: req.group_instance_id,
+        generation: req.generation_id,
+        protocol_type: req.protocol_type,
+        protocol: req.protocol_name,
+        assignments: req
+            .assignments
+            .into_iter()
+            .map(|a| (a.member_id, a.assignment))
+            .collect(),
+    };
+    let group = req.group_id.clone();
+    let answer = on_coordinator(shard, &req.group_id, move |s| async move {
+        s.groups.sync(&s, &group, sync).await
+    })
+    .await
+    .unwrap_or_else(SyncAnswer::refused);
+    gm::SyncGroupResponse {
+        throttle_time_ms: 0,
+        error_code: code(answer.error),
+        protocol_type: answer.protocol_type,
+        protocol_name: answer.protocol,
+        assignment: answer.assignment,
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn heartbeat(shard: &Rc<BrokerShard>, req: gm::HeartbeatRequest, v: i16, b: &mut ResponseBuilder) {
+    let group = req.group_id.clone();
+    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+        let instance = req.group_instance_id.as_deref();
+        s.groups
+            .heartbeat(&s, &group, &req.member_id, instance, req.generation_id)
+            .await
+    })
+    .await
+    .and_then(|r| r);
+    gm::HeartbeatResponse {
+        throttle_time_ms: 0,
+        error_code: result_code(&result),
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn leave_group(shard: &Rc<BrokerShard>, req: gm::LeaveGroupRequest, v: i16, b: &mut ResponseBuilder) {
+    let members: Vec<(String, Option<String>)> = req
+        .members
+        .iter()
+        .map(|m| (m.member_id.clone(), m.group_instance_id.clone()))
+        .collect();
+    let group = req.group_id.clone();
+    let asked = members.clone();
+    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+        s.groups.leave(&s, &group, asked).await
+    })
+    .await
+    .and_then(|r| r);
+    let (top, per_member) = match result {
+        Ok(rs) => {
+            // Below v3 the single member's error is the request's.
+            let first = if v < 3 {
+                rs.first().map(result_code).unwrap_or(0)
+            } else {
+                0
+            };
+            (first, rs)
+        }
+        Err(e) => (error_map::group(e).code(), Vec::new()),
+    };
+    gm::LeaveGroupResponse {
+        throttle_time_ms: 0,
+        error_code: top,
+        members: if v >= 3 {
+            members
+                .into_iter()
+                .zip(per_member)
+                .map(|((member_id, group_instance_id), r)| gm::LeaveMemberResponse {
+                    member_id,
+                    group_instance_id,
+                    error_code: result_code(&r),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+    .encode(&mut b.w, v);
+}
+
+/// Per-topic results in request order, from (topic, partition, result).
+fn by_topic(results: Vec<(String, i32, Result<(), GroupError>)>) -> Vec<go::OffsetTopicResult> {
+    let mut out: Vec<go::OffsetTopicResult> = Vec::new();
+    for (topic, partition, r) in results {
+        let entry = go::OffsetPartitionResult {
+            partition_index: partition,
+            error_code: result_code(&r),
+        };
+        match out.last_mut() {
+            Some(t) if t.name == topic => t.partitions.push(entry),
+            _ => out.push(go::OffsetTopicResult {
+                name: topic,
+                partitions: vec![entry],
+            }),
+        }
+    }
+    out
+}
+
+fn all_failed(topics: &[(String, Vec<i32>)], e: GroupError) -> Vec<(String, i32, Result<(), GroupError>)> {
+    topics
+        .iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p, Err(e))))
+        .collect()
+}
+
+pub async fn offset_commit(shard: &Rc<BrokerShard>, req: go::OffsetCommitRequest, v: i16, b: &mut ResponseBuilder) {
+    let asked: Vec<(String, Vec<i32>)> = req
+        .topics
+        .iter()
+        .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
+        .collect();
+    let entries: Vec<CommitEntry> = req
+        .topics
+        .into_iter()
+        .flat_map(|t| {
+            let name = t.name;
+            t.partitions.into_iter().map(move |p| CommitEntry {
+                topic: name.clone(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata,
+            })
+        })
+        .collect();
+    let who = Committer {
+        member_id: req.member_id,
+        instance_id: req.group_instance_id,
+        generation: if v == 0 { -1 } else { req.generation_id },
+    };
+    let group = req.group_id.clone();
+    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+        s.groups.commit(&s, &group, who, entries).await
+    })
+    .await
+    .and_then(|r| r);
+    let results = result.unwrap_or_else(|e| all_failed(&asked, e));
+    go::OffsetCommitResponse {
+        throttle_time_ms: 0,
+        topics: by_topic(results),
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn offset_fetch(shard: &Rc<BrokerShard>, req: go::OffsetFetchRequest, v: i16, b: &mut ResponseBuilder) {
+    let wanted: Option<Vec<(String, Vec<i32>)>> = req
+        .topics
+        .map(|ts| ts.into_iter().map(|t| (t.name, t.partition_indexes)).collect());
+    let asked = wanted.clone();
+    let group = req.group_id.clone();
+    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+        s.groups.fetch_offsets(&s, &group, asked).await
+    })
+    .await
+    .and_then(|r| r);
+    let (error, found) = match result {
+        Ok(found) => (0, found),
+        Err(e) => {
+            let code = error_map::group(e).code();
+            let all = wanted.unwrap_or_default();
+            let none = all
+                .into_iter()
+                .flat_map(|(t, ps)| ps.into_iter().map(move |p| (t.clone(), p, None)));
+            (code, none.collect())
+        }
+    };
+    let mut topics: Vec<go::OffsetFetchTopicResult> = Vec::new();
+    for (topic, partition, o) in found {
+        let entry = go::OffsetFetchPartitionResult {
+            partition_index: partition,
+            committed_offset: o.as_ref().map(|o| o.offset).unwrap_or(-1),
+            committed_leader_epoch: o.as_ref().map(|o| o.leader_epoch).unwrap_or(-1),
+            metadata: Some(o.map(|o| o.metadata).unwrap_or_default()),
+            // Below v2 there is no group-level error: each partition has it.
+            error_code: if v < 2 { error } else { 0 },
+        };
+        match topics.last_mut() {
+            Some(t) if t.name == topic => t.partitions.push(entry),
+            _ => topics.push(go::OffsetFetchTopicResult {
+                name: topic,
+                partitions: vec![entry],
+            }),
+        }
+    }
+    go::OffsetFetchResponse {
+        throttle_time_ms: 0,
+        topics,
+        error_code: error,
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn offset_delete(shard: &Rc<BrokerShard>, req: go::OffsetDeleteRequest, v: i16, b: &mut ResponseBuilder) {
+    let asked: Vec<(String, Vec<i32>)> = req
+        .topics
+        .iter()
+        .map(|t| (t.name.clone(), t.partitions.clone()))
+        .collect();
+    let partitions: Vec<(String, i32)> = asked
+        .iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
+        .collect();
+    let group = req.group_id.clone();
+    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+        s.groups.delete_offsets(&s, &group, partitions).await
+    })
+    .await
+    .and_then(|r| r);
+    let (error, topics) = match result {
+        Ok(rs) => (0, by_topic(rs)),
+        Err(e) => (error_map::group(e).code(), Vec::new()),
+    };
+    go::OffsetDeleteResponse {
+        error_code: error,
+        throttle_time_ms: 0,
+        topics,
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn list_groups(shard: &Rc<BrokerShard>, req: ga::ListGroupsRequest, v: i16, b: &mut ResponseBuilder) {
+    let mut groups = Vec::new();
+    let mut error = 0;
+    for s in 0..shard.shard_count() {
+        let listed = shard
+            .run_on(ferrite_engine::ShardId(s), |x: Rc<BrokerShard>| async move {
+                x.groups.list()
+            })
+            .await;
+        match listed {
+            Ok(l) => groups.extend(l),
+            Err(_) => error = ErrorCode::CoordinatorNotAvailable.code(),
+        }
+    }
+    let wanted =
+        |state: &str| req.states_filter.is_empty() || req.states_filter.iter().any(|f| f.eq_ignore_ascii_case(state));
+    ga::ListGroupsResponse {
+        throttle_time_ms: 0,
+        error_code: error,
+        groups: groups
+            .into_iter()
+            .filter(|g| wanted(g.state))
+            .map(|g| ga::ListedGroup {
+                group_id: g.group_id,
+                protocol_type: g.protocol_type,
+                group_state: g.state.to_string(),
+            })
+            .collect(),
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn describe_groups(shard: &Rc<BrokerShard>, req: ga::DescribeGroupsRequest, v: i16, b: &mut ResponseBuilder) {
+    let mut out = Vec::with_capacity(req.groups.len().min(1024));
+    for group_id in req.groups {
+        let g = group_id.clone();
+        let described = on_coordinator(
+            shard,
+            &group_id,
+            move |s| async move { s.groups.describe(&s, &g).await },
+        )
+        .await
+        .and_then(|r| r);
+        out.push(match described {
+            Ok(d) => ga::DescribedGroup {
+                error_code: 0,
+                group_id,
+                group_state: d.state.to_string(),
+                protocol_type: d.protocol_type,
+                protocol_data: d.protocol,
+                members: d
+                    .members
+                    .into_iter()
+                    .map(|m| ga::DescribedGroupMember {
+                        member_id: m.member_id,
+                        group_instance_id: m.instance_id,
+                        client_id: m.client_id,
+                        client_host: m.client_host,
+                        member_metadata: m.metadata,
+                        member_assignment: m.assignment,
+                    })
+                    .collect(),
+                authorized_operations: ga::AUTHORIZED_OPERATIONS_OMITTED,
+            },
+            Err(e) => ga::DescribedGroup {
+                error_code: error_map::group(e).code(),
+                group_id,
+                group_state: String::new(),
+                protocol_type: String::new(),
+                protocol_data: String::new(),
+                members: Vec::new(),
+                authorized_operations: ga::AUTHORIZED_OPERATIONS_OMITTED,
+            },
+        });
+    }
+    ga::DescribeGroupsResponse {
+        throttle_time_ms: 0,
+        groups: out,
+    }
+    .encode(&mut b.w, v);
+}
+
+pub async fn delete_groups(shard: &Rc<BrokerShard>, req: ga::DeleteGroupsRequest, v: i16, b: &mut ResponseBuilder) {
+    let mut results = Vec::with_capacity(req.groups_names.len().min(1024));
+    for group_id in req.groups_names {
+        let g = group_id.clone();
+        let r = on_coordinator(shard, &group_id, move |s| async move { s.groups.delete(&s, &g).await })
+            .await
+            .and_then(|r| r);
+        results.push(ga::DeletableGroupResult {
+            group_id,
+            error_code: result_code(&r),
+        });
+    }
+    ga::DeleteGroupsResponse {
+        throttle_time_ms: 0,
+        results,
+    }
+    .encode(&mut b.w, v);
+}
