@@ -46,6 +46,10 @@ pub struct BrokerConfig {
     pub groups: GroupConfig,
     /// The `offsets.*` settings of `__consumer_offsets`.
     pub offsets: OffsetsConfig,
+    /// `ferrite.fault.produce.drop.response.every`: for tests, every N-th
+    /// produce is appended but its answer dropped by closing the connection
+    /// (0: never).
+    pub fault_drop_produce_response_every: u64,
 }
 
 /// The settings of a broker in a ZooKeeper cluster, under Kafka's names.
@@ -122,6 +126,7 @@ impl Default for BrokerConfig {
             cluster: ClusterConfig::default(),
             groups: GroupConfig::default(),
             offsets: OffsetsConfig::default(),
+            fault_drop_produce_response_every: 0,
         }
     }
 }
@@ -285,6 +290,7 @@ impl BrokerConfig {
                 }
                 "offsets.retention.check.interval.ms" => self.offsets.retention_check_interval_ms = num(k, v)?,
                 "offset.metadata.max.bytes" => self.offsets.metadata_bytes_max = num(k, v)?,
+                "ferrite.fault.produce.drop.response.every" => self.fault_drop_produce_response_every = num(k, v)?,
                 "ferrite.shards" => self.shards = num(k, v)?,
                 "ferrite.fetch.wait.max.ms" => self.fetch_wait_ms_max = num(k, v)?,
                 "ferrite.metrics.listen" => {

@@ -2,6 +2,7 @@
 //! are mapped.
 
 use ferrite_controller::ControllerError;
+use ferrite_engine::producer_state::SequenceError;
 use ferrite_engine::{BatchError, EngineError};
 use ferrite_replication::{ReplicaOpError, ReplicationError};
 
@@ -19,6 +20,10 @@ pub fn engine(e: &EngineError) -> ErrorCode {
             BatchError::BadMagic { .. } | BatchError::Invalid { .. } => ErrorCode::InvalidRecord,
         },
         EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+        EngineError::Sequence { source, .. } => match source {
+            SequenceError::OutOfOrder { .. } => ErrorCode::OutOfOrderSequenceNumber,
+            SequenceError::StaleEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+        },
         EngineError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
         EngineError::NonContiguousAppend { .. } => ErrorCode::InvalidRequest,
         EngineError::Poisoned { .. }

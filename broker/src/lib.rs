@@ -13,6 +13,7 @@ pub mod groups;
 pub mod handlers;
 pub mod metrics;
 pub mod net;
+pub mod producer_ids;
 pub mod protocol;
 pub mod server;
 pub mod shard;

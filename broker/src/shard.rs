@@ -26,6 +26,7 @@ use crate::cluster::replicas::ShardReplicas;
 use crate::cluster::ClusterShared;
 use crate::config::BrokerConfig;
 use crate::groups::GroupCoordinator;
+use crate::producer_ids::ProducerIds;
 
 /// What to do with local logs the metadata no longer names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +88,10 @@ pub struct BrokerShard {
     pub replicas: Option<Rc<ShardReplicas>>,
     /// The groups of this shard's `__consumer_offsets` partitions.
     pub groups: GroupCoordinator,
+    /// Producer ids this shard hands out (InitProducerId).
+    pub producer_ids: ProducerIds,
+    /// Produce responses answered (for `ferrite.fault.produce.drop.response.every`).
+    produce_answers: Cell<u64>,
 }
 
 impl BrokerShard {
@@ -102,6 +107,8 @@ impl BrokerShard {
         BrokerShard {
             id,
             groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
+            producer_ids: ProducerIds::default(),
+            produce_answers: Cell::new(0),
             config,
             logs,
             handle,
@@ -278,6 +285,28 @@ impl BrokerShard {
             } => (store.alter_configs(&name, &ops, validate_only)?, !validate_only),
         };
         Ok((topic, changed.then(|| Arc::new(store.meta().clone()))))
+    }
+
+    /// Reserves the next block of producer ids in the embedded store
+    /// (shard 0 of a standalone broker).
+    pub fn allocate_producer_ids(&self) -> Result<ferrite_controller::producer_ids::ProducerIdBlock, ControllerError> {
+        let store = self.store.as_ref().ok_or_else(|| ControllerError::Unavailable {
+            reason: "producer ids are reserved on shard 0".into(),
+        })?;
+        store.borrow_mut().allocate_producer_ids()
+    }
+
+    /// Fault injection for tests (`ferrite.fault.produce.drop.response.every`
+    /// = N): whether this produce's answer is the N-th, to be dropped by
+    /// closing the connection after the append.
+    pub fn drop_this_produce_answer(&self) -> bool {
+        let every = self.config.fault_drop_produce_response_every;
+        if every == 0 {
+            return false;
+        }
+        let n = self.produce_answers.get() + 1;
+        self.produce_answers.set(n);
+        n % every == 0
     }
 
     /// Stops listeners and tells connections to finish.

@@ -9,7 +9,10 @@ use std::process::Command;
 use common::Broker;
 
 fn run(which: &str) {
-    let b = Broker::start(&[]);
+    run_against(&Broker::start(&[]), which);
+}
+
+fn run_against(b: &Broker, which: &str) {
     let python = std::env::var("FERRITE_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/clients.py");
     let out = Command::new(&python)
@@ -35,4 +38,17 @@ fn confluent_kafka_round_trips_every_ack_mode_and_codec() {
 #[test]
 fn kafka_python_round_trips() {
     run("kafka-python");
+}
+
+#[test]
+fn confluent_kafka_idempotent_producer_survives_lost_answers_without_duplicates() {
+    // Every 7th produce is appended but its answer lost (the connection
+    // closes): the producer retries, the broker deduplicates.
+    let b = Broker::start(&["ferrite.fault.produce.drop.response.every=7"]);
+    run_against(&b, "idempotent");
+    let dropped = b.log_text().matches("answer dropped").count();
+    assert!(
+        dropped >= 5,
+        "only {dropped} answers were dropped: the fault was not exercised"
+    );
 }

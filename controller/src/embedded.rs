@@ -183,23 +183,50 @@ impl EmbeddedStore {
         Ok(t)
     }
 
+    /// Reserves the next block of producer ids (persisted before it is
+    /// returned, so a restart never hands out the same ids again).
+    pub fn allocate_producer_ids(&mut self) -> Result<crate::producer_ids::ProducerIdBlock> {
+        use crate::producer_ids::ProducerIdBlock;
+        let dir = self.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let path = dir.join("producer-id-block");
+        let previous = match std::fs::read(&path) {
+            Ok(data) => Some(
+                ProducerIdBlock::decode(&data).map_err(|reason| ControllerError::BadFile {
+                    path: path.clone(),
+                    reason,
+                })?,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io("read producer id block", &path, e)),
+        };
+        let next = ProducerIdBlock::after(previous.as_ref(), self.meta.controller);
+        write_durably(&path, &next.encode())?;
+        Ok(next)
+    }
+
     fn save(&mut self) -> Result<()> {
         self.meta.version += 1;
         let data = serde_json::to_vec_pretty(&self.meta).map_err(|e| ControllerError::BadFile {
             path: self.path.clone(),
             reason: e.to_string(),
         })?;
-        let tmp = self.path.with_extension("json.tmp");
-        let mut f = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
-        f.write_all(&data).map_err(|e| io("write", &tmp, e))?;
-        f.sync_all().map_err(|e| io("fsync", &tmp, e))?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path).map_err(|e| io("rename", &self.path, e))?;
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| io("fsync directory", dir, e))
+        write_durably(&self.path, &data)
     }
+}
+
+/// Replaces `path` with `data`: a temporary file, fsync'd, renamed over it,
+/// and the directory fsync'd.
+fn write_durably(path: &Path, data: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
+    f.write_all(data).map_err(|e| io("write", &tmp, e))?;
+    f.sync_all().map_err(|e| io("fsync", &tmp, e))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| io("rename", path, e))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("fsync directory", dir, e))
 }
 
 fn partition(p: i32, replicas: Vec<crate::metadata::BrokerId>) -> PartitionMeta {

@@ -20,6 +20,7 @@ pub mod embedded;
 pub mod error;
 pub mod metadata;
 pub mod partition_state;
+pub mod producer_ids;
 pub mod topic;
 pub mod topic_config;
 pub mod zk;

@@ -352,6 +352,19 @@ pub fn build_batch(base_offset: Offset, base_timestamp: TimestampMs, values: &[&
     build_batch_of_records(base_offset, base_timestamp, &records)
 }
 
+/// Makes the batch at the start of `bytes` an idempotent producer's:
+/// rewrites its producer id, epoch and base sequence and its CRC (tests,
+/// benchmarks, fuzz seeds).
+pub fn set_producer(bytes: &mut [u8], producer_id: i64, producer_epoch: i16, base_sequence: i32) {
+    assert!(bytes.len() >= HEADER_BYTES);
+    bytes[43..51].copy_from_slice(&producer_id.to_be_bytes());
+    bytes[51..53].copy_from_slice(&producer_epoch.to_be_bytes());
+    bytes[53..57].copy_from_slice(&base_sequence.to_be_bytes());
+    let end = claimed_size(bytes).unwrap_or(bytes.len()).min(bytes.len());
+    let crc = crc32c::crc32c(&bytes[CRC_START..end]);
+    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// Builds an uncompressed batch from records (with keys and headers).
 pub fn build_batch_of_records(
     base_offset: Offset,

@@ -47,6 +47,15 @@ pub enum EngineError {
         source: BatchError,
     },
 
+    /// An idempotent producer's batch is out of sequence or of a stale
+    /// epoch; nothing was written.
+    #[error("{tp}: {source}")]
+    Sequence {
+        tp: TopicPartition,
+        #[source]
+        source: crate::producer_state::SequenceError,
+    },
+
     /// A replicated append does not continue the log where it ends.
     #[error("{tp}: replicated batch starts at offset {batch_base} but the log ends at {log_end}")]
     NonContiguousAppend {

@@ -158,6 +158,9 @@ impl PartitionLog {
         active.meta_mut().push_time_entry(active.base());
         active.sync_all().await.map_err(|e| self.poison_with(e))?;
         self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
+        self.snapshot_producers(self.log_end_offset())
+            .await
+            .map_err(|e| self.poison_with(e))?;
         self.closed.set(true);
         self.write_checkpoint(Shutdown::Clean).await
     }

@@ -40,6 +40,8 @@ pub mod log_read;
 pub mod notify;
 pub mod offset_index;
 pub mod offsets;
+pub mod producer_scan;
+pub mod producer_state;
 pub mod record;
 pub mod recovery;
 pub mod retention;

@@ -39,6 +39,7 @@ use crate::error::{EngineError, Result};
 use crate::leader_epoch::{EpochEntry, LeaderEpochCache};
 use crate::log_config::LogConfig;
 use crate::offsets::LogOffsets;
+use crate::producer_state::{ProducerStates, SeqCheck};
 use crate::segment::Segment;
 use crate::segment_appender::WriteMode;
 use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
@@ -65,6 +66,9 @@ pub struct AppendInfo {
     pub batches: usize,
     pub records: i64,
     pub bytes: usize,
+    /// A retried idempotent batch already in the log: nothing was written,
+    /// the offsets are the original ones.
+    pub duplicate: bool,
 }
 
 /// Runs `fut` as a detached task and waits for it. Dropping the returned
@@ -124,6 +128,8 @@ pub struct PartitionLog {
     pub(crate) retention_limit: Cell<Option<Offset>>,
     /// Serialises writes of the leader-epoch file.
     pub(crate) epoch_file_lock: Semaphore,
+    /// Idempotent producers' sequences, for deduplication.
+    pub(crate) producers: RefCell<ProducerStates>,
 }
 
 impl PartitionLog {
@@ -255,6 +261,11 @@ impl PartitionLog {
         let batches = self.validate_record_set(&records, mode)?;
         let permit = ticket.turn().await;
         self.check_usable()?;
+        if let AppendMode::Leader { .. } = mode {
+            if let Some(original) = self.check_sequences(&batches)? {
+                return Ok(original);
+            }
+        }
         let base = match mode {
             AppendMode::Leader { .. } => self.active().next_offset(),
             AppendMode::Replica => batches[0].1.base_offset,
@@ -409,6 +420,53 @@ impl PartitionLog {
         Ok(out)
     }
 
+    /// A leader's check of idempotent batches: `Some` with the original
+    /// offsets for a retry of a batch already in the log. An idempotent
+    /// batch must be alone in its record set (as Kafka requires of every
+    /// v2 produce), so a retry is all or nothing.
+    fn check_sequences(&self, batches: &[(usize, BatchInfo)]) -> Result<Option<AppendInfo>> {
+        let idempotent = batches.iter().any(|(_, b)| b.producer_id >= 0);
+        if !idempotent {
+            return Ok(None);
+        }
+        let refuse = |source| EngineError::Batch {
+            tp: self.tp.clone(),
+            position: 0,
+            source,
+        };
+        if batches.len() != 1 {
+            return Err(refuse(crate::error::BatchError::Invalid {
+                reason: "an idempotent batch must be the only batch of its record set",
+            }));
+        }
+        let info = batches[0].1;
+        let checked = self.producers.borrow().check(&info);
+        match checked {
+            Ok(SeqCheck::Append) => Ok(None),
+            Ok(SeqCheck::Duplicate {
+                first_offset,
+                last_offset,
+            }) => {
+                tracing::debug!(tp = %self.tp, producer = info.producer_id, seq = info.base_sequence,
+                    first = %first_offset, "duplicate idempotent batch acknowledged with its original offsets");
+                Ok(Some(AppendInfo {
+                    first_offset,
+                    last_offset,
+                    next_offset: self.log_end_offset(),
+                    max_timestamp: info.max_timestamp,
+                    batches: 1,
+                    records: i64::from(info.record_count),
+                    bytes: 0,
+                    duplicate: true,
+                }))
+            }
+            Err(source) => Err(EngineError::Sequence {
+                tp: self.tp.clone(),
+                source,
+            }),
+        }
+    }
+
     fn should_roll(&self, bytes: u64, batches: &[(usize, BatchInfo)], base: Offset, mode: AppendMode) -> bool {
         let active = self.active();
         let last = match mode {
@@ -436,6 +494,12 @@ impl PartitionLog {
 
     /// Seals the active segment and starts a new one at `base`.
     pub(crate) async fn roll(&self, base: Offset) -> Result<()> {
+        // Every batch below `base` has its offsets: the producer state as of
+        // `base` is this one (a crash that loses some of those batches
+        // leaves a snapshot past the log end, which opening ignores).
+        if let Err(e) = self.snapshot_producers(base).await {
+            return Err(self.poison_with(e));
+        }
         let old = self.active();
         if let Err(e) = old.seal().await {
             return Err(self.poison_with(e));
@@ -483,6 +547,7 @@ impl PartitionLog {
                 stale_epoch = Some(info.leader_epoch);
             }
             self.note_epoch(info.leader_epoch, info.base_offset);
+            self.producers.borrow_mut().record(&info);
             next = info.next_offset();
             stamped.push((*pos, info));
         }
@@ -520,6 +585,7 @@ impl PartitionLog {
             batches: stamped.len(),
             records: stamped.iter().map(|(_, b)| i64::from(b.record_count)).sum(),
             bytes: bytes.len(),
+            duplicate: false,
         };
         let end_pos = appender.reserve(bytes, info.next_offset);
         assert!(end_pos == meta.size, "appender and segment disagree on the size");

@@ -164,6 +164,7 @@ impl PartitionLog {
         if on_disk.as_ref() != Some(&epochs) {
             epochs.store(&dir).await?;
         }
+        let producers = crate::producer_scan::rebuild(&dir, &segments, end).await?;
         let log = Rc::new(PartitionLog {
             tp: params.tp,
             dir,
@@ -194,6 +195,7 @@ impl PartitionLog {
             epochs_dirty: std::cell::Cell::new(false),
             retention_limit: std::cell::Cell::new(None),
             epoch_file_lock: Semaphore::new(1),
+            producers: std::cell::RefCell::new(producers),
         });
         log.write_checkpoint(Shutdown::Unclean).await?;
         tracing::info!(tp = %log.tp, ?report, log_start = %log_start, log_end = %end, "opened log");

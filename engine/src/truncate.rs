@@ -78,6 +78,7 @@ impl PartitionLog {
         };
         let end = result.map_err(|e| self.poison_with(e))?;
         self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
+        self.rebuild_producers().await.map_err(|e| self.poison_with(e))?;
         self.store_checkpoint(Shutdown::Unclean).await?;
         tracing::info!(tp = %self.tp, requested = %offset, end = %end, "truncated log");
         Ok(end)

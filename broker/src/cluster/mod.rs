@@ -86,6 +86,10 @@ pub enum ClusterRequest {
         broker: BrokerId,
         reply: oneshot::Sender<Result<Vec<TopicPartition>, ()>>,
     },
+    /// The next block of producer ids (`/latest_producer_id_block`).
+    AllocateProducerIds {
+        reply: oneshot::Sender<Result<ferrite_controller::producer_ids::ProducerIdBlock, ControllerError>>,
+    },
     /// Controlled shutdown: move this broker's leaderships away; answers
     /// with the partitions it still leads.
     ControlledShutdown {

@@ -280,6 +280,13 @@ async fn serve(
             let r = super::courier::controlled_shutdown(shared, &incoming).await;
             let _ = reply.send(r);
         }
+        ClusterRequest::AllocateProducerIds { reply } => {
+            let r = match session {
+                Some(s) => s.store.allocate_producer_ids(shared.local.id).await,
+                None => Err(no_session()),
+            };
+            let _ = reply.send(r);
+        }
     }
 }
 

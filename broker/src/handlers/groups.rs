@@ -90,13 +90,13 @@ pub async fn find_coordinator(
         host: String::new(),
         port: -1,
     };
-    let found = if req.key_type != gm::KEY_TYPE_GROUP {
+    if req.key_type != gm::KEY_TYPE_GROUP {
+        resp.error_code = ErrorCode::InvalidRequest.code();
         resp.error_message = Some("transactions are not supported".into());
-        Err(GroupError::CoordinatorNotAvailable)
-    } else {
-        locate(shard, &req.key).await
-    };
-    match found {
+        resp.encode(&mut b.w, v);
+        return;
+    }
+    match locate(shard, &req.key).await {
         Ok((node_id, host, port)) => {
             resp.node_id = node_id;
             resp.host = host;
@@ -104,7 +104,7 @@ pub async fn find_coordinator(
         }
         Err(e) => {
             resp.error_code = error_map::group(e).code();
-            resp.error_message.get_or_insert_with(|| e.to_string());
+            resp.error_message = Some(e.to_string());
         }
     }
     resp.encode(&mut b.w, v);
@@ -515,4 +515,40 @@ pub async fn delete_groups(shard: &Rc<BrokerShard>, req: ga::DeleteGroupsRequest
         results,
     }
     .encode(&mut b.w, v);
+}
+
+/// InitProducerId for an idempotent producer: a fresh producer id at epoch
+/// 0 (a producer asking to bump its epoch gets a fresh id too, as Kafka
+/// does without a transactional id). Transactions are refused.
+pub async fn init_producer_id(
+    shard: &Rc<BrokerShard>,
+    req: crate::protocol::init_producer_id::InitProducerIdRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    use crate::protocol::init_producer_id::InitProducerIdResponse;
+    let answer = if req.transactional_id.is_some() {
+        InitProducerIdResponse {
+            error_code: ErrorCode::InvalidRequest.code(),
+            producer_id: -1,
+            producer_epoch: -1,
+        }
+    } else {
+        match shard.producer_ids.next(shard).await {
+            Ok(id) => InitProducerIdResponse {
+                error_code: 0,
+                producer_id: id,
+                producer_epoch: 0,
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "no producer id");
+                InitProducerIdResponse {
+                    error_code: ErrorCode::CoordinatorNotAvailable.code(),
+                    producer_id: -1,
+                    producer_epoch: -1,
+                }
+            }
+        }
+    };
+    answer.encode(&mut b.w, v);
 }

@@ -77,6 +77,10 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::
                 return if ok { Reply::Nothing } else { Reply::Close };
             }
             produce::produce(shard, p, v, flexible, &mut b).await;
+            if shard.drop_this_produce_answer() {
+                tracing::warn!("fault injection: produce appended, answer dropped");
+                return Reply::Close;
+            }
         }
         RequestBody::Fetch(f) => fetch::fetch(shard, f, v, flexible, &mut b).await,
         RequestBody::ListOffsets(l) => list_offsets::list_offsets(shard, l, v, flexible, &mut b).await,
@@ -89,6 +93,7 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::
         RequestBody::ControlledShutdown(c) => inter_broker::controlled_shutdown(shard, c, &mut b).await,
         RequestBody::OffsetForLeaderEpoch(o) => inter_broker::offset_for_leader_epoch(shard, o, v, &mut b).await,
         RequestBody::ElectLeaders(e) => inter_broker::elect_leaders(shard, e, v, &mut b).await,
+        RequestBody::InitProducerId(i) => groups::init_producer_id(shard, i, v, &mut b).await,
         RequestBody::FindCoordinator(f) => groups::find_coordinator(shard, f, v, &mut b).await,
         RequestBody::JoinGroup(j) => {
             let client_id = req.header.client_id.clone().unwrap_or_default();

@@ -21,6 +21,7 @@ pub enum ApiKey {
     ControlledShutdown,
     OffsetForLeaderEpoch,
     ElectLeaders,
+    InitProducerId,
     FindCoordinator,
     JoinGroup,
     Heartbeat,
@@ -131,6 +132,13 @@ pub const SUPPORTED: &[ApiSupport] = &[
         min: 0,
         max: super::elect_leaders::MAX_VERSION,
         flexible_from: super::elect_leaders::FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::InitProducerId,
+        code: super::init_producer_id::API_KEY,
+        min: 0,
+        max: super::init_producer_id::MAX_VERSION,
+        flexible_from: super::init_producer_id::FLEXIBLE_FROM,
     },
     // The consumer-group APIs (classic protocol).
     ApiSupport {
@@ -280,6 +288,7 @@ impl ApiKey {
             ApiKey::ControlledShutdown => "ControlledShutdown",
             ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
             ApiKey::ElectLeaders => "ElectLeaders",
+            ApiKey::InitProducerId => "InitProducerId",
             ApiKey::FindCoordinator => "FindCoordinator",
             ApiKey::JoinGroup => "JoinGroup",
             ApiKey::Heartbeat => "Heartbeat",

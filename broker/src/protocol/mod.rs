@@ -25,6 +25,7 @@ pub mod group_membership;
 pub mod group_offsets;
 pub mod groups_admin;
 pub mod header;
+pub mod init_producer_id;
 pub mod leader_and_isr;
 pub mod list_offsets;
 pub mod metadata;

@@ -15,6 +15,7 @@ use super::group_membership::{
 use super::group_offsets::{OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest};
 use super::groups_admin::{DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest};
 use super::header::{RequestHeader, Route};
+use super::init_producer_id::InitProducerIdRequest;
 use super::list_offsets::ListOffsetsRequest;
 use super::metadata::MetadataRequest;
 use super::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
@@ -40,6 +41,7 @@ pub enum RequestBody {
     ControlledShutdown(ControlledShutdownRequest),
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     ElectLeaders(ElectLeadersRequest),
+    InitProducerId(InitProducerIdRequest),
     FindCoordinator(FindCoordinatorRequest),
     JoinGroup(JoinGroupRequest),
     Heartbeat(HeartbeatRequest),
@@ -132,6 +134,7 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::ControlledShutdown => RequestBody::ControlledShutdown(ControlledShutdownRequest::decode(r)?),
         ApiKey::OffsetForLeaderEpoch => RequestBody::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(r, v)?),
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(r, v)?),
+        ApiKey::InitProducerId => RequestBody::InitProducerId(InitProducerIdRequest::decode(r, v)?),
         ApiKey::FindCoordinator => RequestBody::FindCoordinator(FindCoordinatorRequest::decode(r, v)?),
         ApiKey::JoinGroup => RequestBody::JoinGroup(JoinGroupRequest::decode(r, v)?),
         ApiKey::Heartbeat => RequestBody::Heartbeat(HeartbeatRequest::decode(r, v)?),

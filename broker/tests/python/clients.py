@@ -109,7 +109,62 @@ def kafka_python(bootstrap):
             print("ok", topic, flush=True)
 
 
+def idempotent(bootstrap):
+    """An idempotent confluent-kafka producer against a broker that drops
+    some produce answers after appending (the test starts it with
+    ferrite.fault.produce.drop.response.every): the retried batches are
+    not appended twice, so each record is read exactly once, in order."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, partitions, n = "idempotent", 3, 6000
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    p = Producer({
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 2,
+        "batch.num.messages": 50,
+        "retry.backoff.ms": 50,
+    })
+    errors = []
+
+    def report(err, msg):
+        if err is not None:
+            errors.append(err)
+
+    for i in range(n):
+        p.produce(topic, key=f"k{i % 97}".encode(), value=f"{i}".encode(), partition=i % partitions,
+                  on_delivery=report)
+        p.poll(0)
+    left = p.flush(60)
+    expect(left == 0 and not errors, f"{left} unflushed, errors {errors[:3]}")
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "idem-check", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, q, 0) for q in range(partitions)])
+    got = {q: [] for q in range(partitions)}
+    deadline = time.time() + 60
+    while sum(map(len, got.values())) < n and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is None or m.error():
+            continue
+        got[m.partition()].append(int(m.value()))
+    time.sleep(1)
+    while True:
+        m = c.poll(0.5)
+        if m is None:
+            break
+        if not m.error():
+            got[m.partition()].append(int(m.value()))
+    c.close()
+    for q in range(partitions):
+        want = list(range(q, n, partitions))
+        dupes = len(got[q]) - len(set(got[q]))
+        expect(got[q] == want, f"partition {q}: {len(got[q])} records ({dupes} duplicates), want {len(want)} in order")
+    print(f"idempotent: {n} records, each exactly once and in order", flush=True)
+
+
 if __name__ == "__main__":
     bootstrap, which = sys.argv[1], sys.argv[2]
-    {"confluent": confluent, "kafka-python": kafka_python}[which](bootstrap)
+    {"confluent": confluent, "kafka-python": kafka_python, "idempotent": idempotent}[which](bootstrap)
     print("all ok", flush=True)

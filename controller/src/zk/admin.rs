@@ -201,3 +201,47 @@ impl ZkStore {
         Ok(out)
     }
 }
+
+/// Attempts at reserving a producer id block against concurrent brokers.
+const PRODUCER_ID_ATTEMPTS_MAX: usize = 20;
+
+impl ZkStore {
+    /// Reserves the next block of producer ids with a conditional write of
+    /// `/latest_producer_id_block` (retried when another broker got there
+    /// first).
+    pub async fn allocate_producer_ids(&self, broker: BrokerId) -> Result<crate::producer_ids::ProducerIdBlock> {
+        use crate::producer_ids::ProducerIdBlock;
+        let path = paths::PRODUCER_ID_BLOCK;
+        for _ in 0..PRODUCER_ID_ATTEMPTS_MAX {
+            let current = self.data(path).await?;
+            let previous = match &current {
+                Some((data, _)) if !data.is_empty() => {
+                    Some(
+                        ProducerIdBlock::decode(data).map_err(|reason| ControllerError::BadZnode {
+                            path: path.to_string(),
+                            reason,
+                        })?,
+                    )
+                }
+                _ => None,
+            };
+            let next = ProducerIdBlock::after(previous.as_ref(), broker);
+            let written = match &current {
+                Some((_, stat)) => self
+                    .client
+                    .set_data(path, &next.encode(), Some(stat.version))
+                    .await
+                    .map(|_| ()),
+                None => self.client.create(path, &next.encode(), &PERSISTENT).await.map(|_| ()),
+            };
+            match written {
+                Ok(()) => return Ok(next),
+                Err(ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode) => continue,
+                Err(e) => return Err(zk_err("reserve producer ids", path)(e)),
+            }
+        }
+        Err(ControllerError::Unavailable {
+            reason: "producer id block: too many concurrent reservations".into(),
+        })
+    }
+}

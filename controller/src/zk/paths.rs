@@ -16,6 +16,8 @@ pub const ISR_CHANGES: &str = "/isr_change_notification";
 pub const ISR_CHANGE_PREFIX: &str = "/isr_change_notification/isr_change_";
 pub const TOPIC_CONFIGS: &str = "/config/topics";
 pub const CLUSTER_ID: &str = "/cluster/id";
+/// The last block of producer ids handed out (see `producer_ids`).
+pub const PRODUCER_ID_BLOCK: &str = "/latest_producer_id_block";
 
 /// The persistent parents every broker makes sure exist.
 pub const PERSISTENT: &[&str] = &[

@@ -1,0 +1,70 @@
+//! Rebuilding a partition's producer state ([`crate::producer_state`]) from
+//! its snapshot and the batch headers after it: when the log opens, and
+//! after a truncation. Only headers are read, one per batch, from the
+//! snapshot's offset (from the first segment when there is no usable
+//! snapshot) to the log end.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::rc::Rc;
+
+use crate::error::Result;
+use crate::log::PartitionLog;
+use crate::producer_state::ProducerStates;
+use crate::segment::Segment;
+use crate::types::Offset;
+
+/// The producer state of a log whose segments end at `end`.
+pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: Offset) -> Result<ProducerStates> {
+    let (from, mut states) = match ProducerStates::load(dir).await? {
+        // A snapshot past the log end covers batches that are gone.
+        Some((offset, states)) if offset <= end => (offset, states),
+        _ => (Offset::ZERO, ProducerStates::new()),
+    };
+    let mut batches = 0u64;
+    for s in segments {
+        if s.next_offset() <= from {
+            continue;
+        }
+        let reader = s.reader();
+        let size = s.size();
+        let mut pos = if s.base() < from { s.index_lookup(from).1 } else { 0 };
+        while let Some(info) = reader.batch_at(pos, size).await? {
+            if info.base_offset >= end {
+                break;
+            }
+            if info.base_offset >= from {
+                states.record(&info);
+                batches += 1;
+            }
+            pos += info.size as u64;
+        }
+    }
+    if batches > 0 {
+        tracing::debug!(dir = %dir.display(), from = %from, batches, producers = states.len(), "producer state rebuilt");
+    }
+    Ok(states)
+}
+
+impl PartitionLog {
+    /// Writes the producer state as of `offset` (every batch below it
+    /// applied). The caller holds the append turn.
+    pub(crate) async fn snapshot_producers(&self, offset: Offset) -> Result<()> {
+        let states = self.producers.borrow().clone();
+        states.store(&self.dir, offset).await
+    }
+
+    /// Rebuilds the producer state for the log as it now ends (after a
+    /// truncation). The caller holds the append turn.
+    pub(crate) async fn rebuild_producers(&self) -> Result<()> {
+        let segments = self.segments.borrow().clone();
+        let states = rebuild(&self.dir, &segments, self.log_end_offset()).await?;
+        *self.producers.borrow_mut() = states;
+        Ok(())
+    }
+
+    /// The producer state (tests, metrics).
+    pub fn producer_count(&self) -> usize {
+        self.producers.borrow().len()
+    }
+}

@@ -1,0 +1,351 @@
+//! Idempotent producers' state for one partition: per producer id, its
+//! epoch and the sequence numbers and offsets of its last
+//! [`BATCHES_KEPT`] batches (Kafka keeps five: a producer has at most five
+//! requests in flight, so a retry is always one of them).
+//!
+//! A leader checks each idempotent batch before assigning it offsets:
+//! - an epoch older than the producer's is refused (INVALID_PRODUCER_EPOCH);
+//! - a batch equal to one of the kept ones (same epoch, first and last
+//!   sequence) is a retry: it is acknowledged with the original offsets and
+//!   not appended again;
+//! - otherwise its first sequence must follow the last one (wrapping at
+//!   `i32::MAX`), or be 0 under a new epoch (OUT_OF_ORDER_SEQUENCE_NUMBER).
+//!   A producer the partition does not know may start anywhere, since its
+//!   earlier batches may have been deleted by retention.
+//!
+//! Followers apply the batches they replicate without checks, so a new
+//! leader deduplicates as the old one did. The state is rebuilt from the
+//! batch headers after the last snapshot when a log opens or is truncated.
+//!
+//! # Snapshot file `producer-state`
+//!
+//! The state as of an offset (every batch below it applied, none at or
+//! above), written at segment rolls and at a clean close, replaced
+//! atomically. Big-endian:
+//!
+//! ```text
+//! magic    4  "FPS1"
+//! crc      4  CRC-32C (Castagnoli) of every byte after this field
+//! offset   8  the state covers the batches below this offset
+//! count    4  number of producers
+//! producer    pid i64 | epoch i16 | last_timestamp i64 | batches u8 (≤ 5)
+//!             | batches × (first_seq i32 | last_seq i32 | first_offset i64 | last_offset i64)
+//! ```
+//!
+//! A file that does not parse is ignored and the state rebuilt from the
+//! whole log.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+
+use crate::batch::BatchInfo;
+use crate::checkpoint::{self, ReplaceOps};
+use crate::error::Result;
+use crate::types::{Offset, TimestampMs};
+
+/// Batches remembered per producer.
+pub const BATCHES_KEPT: usize = 5;
+/// Producers remembered per partition; past it the longest idle goes.
+pub const PRODUCERS_MAX: usize = 100_000;
+pub const FILE_NAME: &str = "producer-state";
+const TMP_NAME: &str = "producer-state.tmp";
+const MAGIC: &[u8; 4] = b"FPS1";
+const HEADER_BYTES: usize = 4 + 4 + 8 + 4;
+const PRODUCER_BYTES: usize = 8 + 2 + 8 + 1;
+const BATCH_BYTES: usize = 4 + 4 + 8 + 8;
+const _: () = assert!(BATCHES_KEPT <= u8::MAX as usize);
+
+/// One remembered batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchSeq {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub first_offset: Offset,
+    pub last_offset: Offset,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProducerEntry {
+    pub epoch: i16,
+    pub last_timestamp: TimestampMs,
+    /// Oldest first.
+    pub batches: VecDeque<BatchSeq>,
+}
+
+/// What to do with an idempotent batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqCheck {
+    Append,
+    /// A retry of a batch already in the log at these offsets.
+    Duplicate {
+        first_offset: Offset,
+        last_offset: Offset,
+    },
+}
+
+/// Why an idempotent batch is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SequenceError {
+    #[error("producer {producer_id}: epoch {epoch} is older than its current epoch {current}")]
+    StaleEpoch { producer_id: i64, epoch: i16, current: i16 },
+    #[error("producer {producer_id} epoch {epoch}: sequence {got} where {expected} was expected")]
+    OutOfOrder {
+        producer_id: i64,
+        epoch: i16,
+        expected: i32,
+        got: i32,
+    },
+}
+
+/// The last sequence of a batch starting at `first` with `count` records.
+fn last_seq(first: i32, count: i32) -> i32 {
+    let span = i64::from(count.max(1)) - 1;
+    ((i64::from(first) + span) % (i64::from(i32::MAX) + 1)) as i32
+}
+
+fn next_seq(seq: i32) -> i32 {
+    if seq == i32::MAX {
+        0
+    } else {
+        seq + 1
+    }
+}
+
+/// The producers of one partition.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProducerStates {
+    producers: BTreeMap<i64, ProducerEntry>,
+}
+
+impl ProducerStates {
+    pub fn new() -> ProducerStates {
+        ProducerStates::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
+        self.producers.get(&producer_id)
+    }
+
+    /// Checks a leader's incoming batch (not yet given offsets).
+    pub fn check(&self, info: &BatchInfo) -> std::result::Result<SeqCheck, SequenceError> {
+        if info.producer_id < 0 {
+            return Ok(SeqCheck::Append);
+        }
+        let Some(entry) = self.producers.get(&info.producer_id) else {
+            return Ok(SeqCheck::Append);
+        };
+        let (pid, epoch, first) = (info.producer_id, info.producer_epoch, info.base_sequence);
+        if epoch < entry.epoch {
+            return Err(SequenceError::StaleEpoch {
+                producer_id: pid,
+                epoch,
+                current: entry.epoch,
+            });
+        }
+        if epoch > entry.epoch {
+            if first != 0 {
+                return Err(SequenceError::OutOfOrder {
+                    producer_id: pid,
+                    epoch,
+                    expected: 0,
+                    got: first,
+                });
+            }
+            return Ok(SeqCheck::Append);
+        }
+        let last = last_seq(first, info.record_count);
+        if let Some(b) = entry
+            .batches
+            .iter()
+            .find(|b| b.first_seq == first && b.last_seq == last)
+        {
+            return Ok(SeqCheck::Duplicate {
+                first_offset: b.first_offset,
+                last_offset: b.last_offset,
+            });
+        }
+        let expected = entry.batches.back().map(|b| next_seq(b.last_seq)).unwrap_or(first);
+        if first != expected {
+            return Err(SequenceError::OutOfOrder {
+                producer_id: pid,
+                epoch,
+                expected,
+                got: first,
+            });
+        }
+        Ok(SeqCheck::Append)
+    }
+
+    /// Applies a batch that is in the log (its offsets assigned).
+    pub fn record(&mut self, info: &BatchInfo) {
+        if info.producer_id < 0 || info.is_control {
+            return;
+        }
+        if !self.producers.contains_key(&info.producer_id) && self.producers.len() >= PRODUCERS_MAX {
+            self.evict_idlest();
+        }
+        let entry = self.producers.entry(info.producer_id).or_insert_with(|| ProducerEntry {
+            epoch: info.producer_epoch,
+            last_timestamp: info.max_timestamp,
+            batches: VecDeque::new(),
+        });
+        if info.producer_epoch != entry.epoch {
+            entry.epoch = info.producer_epoch;
+            entry.batches.clear();
+        }
+        entry.last_timestamp = entry.last_timestamp.max(info.max_timestamp);
+        if entry.batches.len() == BATCHES_KEPT {
+            entry.batches.pop_front();
+        }
+        entry.batches.push_back(BatchSeq {
+            first_seq: info.base_sequence,
+            last_seq: last_seq(info.base_sequence, info.record_count),
+            first_offset: info.base_offset,
+            last_offset: info.last_offset(),
+        });
+    }
+
+    fn evict_idlest(&mut self) {
+        let idlest = self
+            .producers
+            .iter()
+            .min_by_key(|(_, e)| e.last_timestamp)
+            .map(|(pid, _)| *pid);
+        if let Some(pid) = idlest {
+            self.producers.remove(&pid);
+        }
+    }
+
+    /// Forgets producers idle since before `cutoff`
+    /// (`producer.id.expiration.ms`).
+    pub fn expire_before(&mut self, cutoff: TimestampMs) -> usize {
+        let before = self.producers.len();
+        self.producers.retain(|_, e| e.last_timestamp >= cutoff);
+        before - self.producers.len()
+    }
+
+    pub fn encode(&self, offset: Offset) -> Vec<u8> {
+        let mut body = Vec::with_capacity(12 + self.producers.len() * (PRODUCER_BYTES + BATCH_BYTES));
+        body.extend_from_slice(&offset.0.to_be_bytes());
+        body.extend_from_slice(&(self.producers.len() as u32).to_be_bytes());
+        for (pid, e) in &self.producers {
+            body.extend_from_slice(&pid.to_be_bytes());
+            body.extend_from_slice(&e.epoch.to_be_bytes());
+            body.extend_from_slice(&e.last_timestamp.0.to_be_bytes());
+            body.push(e.batches.len() as u8);
+            for b in &e.batches {
+                body.extend_from_slice(&b.first_seq.to_be_bytes());
+                body.extend_from_slice(&b.last_seq.to_be_bytes());
+                body.extend_from_slice(&b.first_offset.0.to_be_bytes());
+                body.extend_from_slice(&b.last_offset.0.to_be_bytes());
+            }
+        }
+        let mut out = Vec::with_capacity(8 + body.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Parses a snapshot: the offset it covers, and the state.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<(Offset, ProducerStates), String> {
+        if bytes.len() < HEADER_BYTES || &bytes[..4] != MAGIC {
+            return Err("not a producer-state snapshot".into());
+        }
+        let crc = u32::from_be_bytes(take::<4>(bytes, 4)?);
+        if crc32c::crc32c(&bytes[8..]) != crc {
+            return Err("CRC mismatch".into());
+        }
+        let offset = Offset(i64::from_be_bytes(take::<8>(bytes, 8)?));
+        let count = u32::from_be_bytes(take::<4>(bytes, 16)?) as usize;
+        if count > (bytes.len() - HEADER_BYTES) / PRODUCER_BYTES {
+            return Err(format!("{count} producers do not fit in {} bytes", bytes.len()));
+        }
+        let mut at = HEADER_BYTES;
+        let mut producers = BTreeMap::new();
+        for _ in 0..count {
+            let pid = i64::from_be_bytes(take::<8>(bytes, at)?);
+            let epoch = i16::from_be_bytes(take::<2>(bytes, at + 8)?);
+            let ts = i64::from_be_bytes(take::<8>(bytes, at + 10)?);
+            let n = *bytes.get(at + 18).ok_or("truncated producer")? as usize;
+            if n > BATCHES_KEPT {
+                return Err(format!("producer {pid} claims {n} batches"));
+            }
+            at += PRODUCER_BYTES;
+            let mut batches = VecDeque::with_capacity(n);
+            for _ in 0..n {
+                batches.push_back(BatchSeq {
+                    first_seq: i32::from_be_bytes(take::<4>(bytes, at)?),
+                    last_seq: i32::from_be_bytes(take::<4>(bytes, at + 4)?),
+                    first_offset: Offset(i64::from_be_bytes(take::<8>(bytes, at + 8)?)),
+                    last_offset: Offset(i64::from_be_bytes(take::<8>(bytes, at + 16)?)),
+                });
+                at += BATCH_BYTES;
+            }
+            producers.insert(
+                pid,
+                ProducerEntry {
+                    epoch,
+                    last_timestamp: TimestampMs(ts),
+                    batches,
+                },
+            );
+        }
+        if at != bytes.len() {
+            return Err(format!("{} bytes after the last producer", bytes.len() - at));
+        }
+        Ok((offset, ProducerStates { producers }))
+    }
+
+    /// Reads `dir`'s snapshot; `None` when there is none or it does not
+    /// parse (logged).
+    pub async fn load(dir: &Path) -> Result<Option<(Offset, ProducerStates)>> {
+        let path = dir.join(FILE_NAME);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(crate::error::EngineError::io("read producer-state snapshot", &path, e)),
+        };
+        match ProducerStates::decode(&bytes) {
+            Ok(found) => Ok(Some(found)),
+            Err(reason) => {
+                tracing::warn!(path = %path.display(), %reason, "unreadable producer-state snapshot: rebuilding from the log");
+                Ok(None)
+            }
+        }
+    }
+
+    pub async fn store(&self, dir: &Path, offset: Offset) -> Result<()> {
+        checkpoint::replace_file(
+            dir,
+            FILE_NAME,
+            TMP_NAME,
+            &self.encode(offset),
+            &ReplaceOps {
+                create: "create producer-state snapshot",
+                fdatasync: "fdatasync producer-state snapshot",
+                close: "close producer-state snapshot",
+            },
+        )
+        .await
+    }
+}
+
+fn take<const N: usize>(bytes: &[u8], at: usize) -> std::result::Result<[u8; N], String> {
+    bytes
+        .get(at..at + N)
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| format!("truncated at byte {at}"))
+}
+
+#[cfg(test)]
+#[path = "producer_state_tests.rs"]
+mod tests;

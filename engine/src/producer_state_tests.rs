@@ -1,0 +1,138 @@
+use super::*;
+use crate::batch::{Compression, TimestampType};
+use crate::types::LeaderEpoch;
+
+fn batch(pid: i64, epoch: i16, first_seq: i32, count: i32, base: i64) -> BatchInfo {
+    BatchInfo {
+        base_offset: Offset(base),
+        last_offset_delta: count - 1,
+        size: 100,
+        leader_epoch: LeaderEpoch(0),
+        max_timestamp: TimestampMs(1_000 + base),
+        base_timestamp: TimestampMs(1_000),
+        record_count: count,
+        compression: Compression::None,
+        timestamp_type: TimestampType::CreateTime,
+        producer_id: pid,
+        producer_epoch: epoch,
+        base_sequence: first_seq,
+        is_transactional: false,
+        is_control: false,
+    }
+}
+
+#[test]
+fn in_order_batches_append_and_retries_are_duplicates() {
+    let mut s = ProducerStates::new();
+    let b0 = batch(7, 0, 0, 10, 100);
+    assert_eq!(s.check(&b0), Ok(SeqCheck::Append));
+    s.record(&b0);
+    let b1 = batch(7, 0, 10, 5, 110);
+    assert_eq!(s.check(&b1), Ok(SeqCheck::Append));
+    s.record(&b1);
+    assert_eq!(
+        s.check(&batch(7, 0, 0, 10, -1)),
+        Ok(SeqCheck::Duplicate {
+            first_offset: Offset(100),
+            last_offset: Offset(109)
+        })
+    );
+    assert_eq!(
+        s.check(&batch(7, 0, 10, 5, -1)),
+        Ok(SeqCheck::Duplicate {
+            first_offset: Offset(110),
+            last_offset: Offset(114)
+        })
+    );
+}
+
+#[test]
+fn gaps_and_stale_epochs_are_refused() {
+    let mut s = ProducerStates::new();
+    s.record(&batch(7, 3, 0, 10, 0));
+    assert_eq!(
+        s.check(&batch(7, 3, 11, 1, -1)),
+        Err(SequenceError::OutOfOrder {
+            producer_id: 7,
+            epoch: 3,
+            expected: 10,
+            got: 11
+        })
+    );
+    assert_eq!(
+        s.check(&batch(7, 2, 10, 1, -1)),
+        Err(SequenceError::StaleEpoch {
+            producer_id: 7,
+            epoch: 2,
+            current: 3
+        })
+    );
+    // A new epoch starts again at 0, and only there.
+    assert!(s.check(&batch(7, 4, 5, 1, -1)).is_err());
+    assert_eq!(s.check(&batch(7, 4, 0, 1, -1)), Ok(SeqCheck::Append));
+    // Unknown producers and non-idempotent batches go through.
+    assert_eq!(s.check(&batch(8, 0, 42, 1, -1)), Ok(SeqCheck::Append));
+    assert_eq!(s.check(&batch(-1, -1, -1, 1, -1)), Ok(SeqCheck::Append));
+}
+
+#[test]
+fn only_the_last_five_batches_are_remembered() {
+    let mut s = ProducerStates::new();
+    for i in 0..7 {
+        s.record(&batch(1, 0, i * 2, 2, i64::from(i) * 2));
+    }
+    assert_eq!(s.get(1).map(|e| e.batches.len()), Some(BATCHES_KEPT));
+    // The sixth-from-last is forgotten: its retry looks out of order.
+    assert!(s.check(&batch(1, 0, 2, 2, -1)).is_err());
+    assert!(matches!(
+        s.check(&batch(1, 0, 4, 2, -1)),
+        Ok(SeqCheck::Duplicate { .. })
+    ));
+}
+
+#[test]
+fn sequences_wrap_at_i32_max() {
+    let mut s = ProducerStates::new();
+    s.record(&batch(1, 0, i32::MAX - 1, 2, 0));
+    assert_eq!(
+        s.get(1).and_then(|e| e.batches.back().map(|b| b.last_seq)),
+        Some(i32::MAX)
+    );
+    assert_eq!(s.check(&batch(1, 0, 0, 1, -1)), Ok(SeqCheck::Append));
+}
+
+#[test]
+fn snapshots_round_trip_and_damage_is_detected() {
+    let mut s = ProducerStates::new();
+    for pid in 0..20 {
+        for i in 0..(pid % 7) as i32 {
+            s.record(&batch(pid, (pid % 3) as i16, i * 3, 3, pid * 100 + i64::from(i) * 3));
+        }
+    }
+    let bytes = s.encode(Offset(12_345));
+    let (offset, back) = ProducerStates::decode(&bytes).expect("decodes");
+    assert_eq!(offset, Offset(12_345));
+    assert_eq!(back, s);
+    for cut in 0..bytes.len() {
+        assert!(ProducerStates::decode(&bytes[..cut]).is_err(), "prefix {cut}");
+    }
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    assert!(ProducerStates::decode(&flipped).is_err());
+    let mut huge = bytes[..HEADER_BYTES].to_vec();
+    huge[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
+    let crc = crc32c::crc32c(&huge[8..]);
+    huge[4..8].copy_from_slice(&crc.to_be_bytes());
+    assert!(ProducerStates::decode(&huge).is_err());
+}
+
+#[test]
+fn idle_producers_expire() {
+    let mut s = ProducerStates::new();
+    s.record(&batch(1, 0, 0, 1, 0));
+    s.record(&batch(2, 0, 0, 1, 500));
+    assert_eq!(s.expire_before(TimestampMs(1_200)), 1);
+    assert!(s.get(1).is_none());
+    assert!(s.get(2).is_some());
+}
