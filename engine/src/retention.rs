@@ -94,6 +94,29 @@ impl PartitionLog {
         crate::log::detached(async move { this.retention_inner().await }).await
     }
 
+    /// Deletes the sealed segments that lie wholly below `offset` (never
+    /// the active one, never past the retention limit), moving the log
+    /// start as retention does: what an owner that has re-written
+    /// everything it needs above `offset` calls (the group coordinator's
+    /// compaction of `__consumer_offsets`). Runs as its own task.
+    pub async fn delete_segments_below(self: &std::rc::Rc<Self>, offset: Offset) -> Result<RetentionOutcome> {
+        let this = self.clone();
+        crate::log::detached(async move {
+            this.check_usable()?;
+            let _flush = this.lock(&this.flush_lock, "wait for flush lock").await?;
+            let doomed = {
+                let segs = this.segments.borrow();
+                let sealed = segs.len() - 1;
+                segs.iter()
+                    .take(sealed)
+                    .take_while(|s| s.next_offset() <= offset)
+                    .count()
+            };
+            this.delete_prefix(doomed).await
+        })
+        .await
+    }
+
     async fn retention_inner(&self) -> Result<RetentionOutcome> {
         self.check_usable()?;
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
@@ -112,7 +135,18 @@ impl PartitionLog {
                 })
                 .collect();
             let total = segs.iter().map(|s| s.size()).sum();
-            let mut n = segments_to_delete(&sealed, total, self.clock.now_ms(), retention_ms, retention_bytes);
+            segments_to_delete(&sealed, total, self.clock.now_ms(), retention_ms, retention_bytes)
+        };
+        self.delete_prefix(doomed).await
+    }
+
+    /// Deletes the first `doomed` segments (fewer if the log start would
+    /// pass the log end or the retention limit); the caller holds the
+    /// flush lock.
+    async fn delete_prefix(&self, doomed: usize) -> Result<RetentionOutcome> {
+        let doomed = {
+            let segs = self.segments.borrow();
+            let mut n = doomed.min(segs.len() - 1);
             // The log start must stay at or below the log end (a segment
             // rolled ahead of appends still in flight is not deleted past)
             // and at or below the retention limit (the high watermark).

@@ -40,6 +40,8 @@ const LOAD_READ_BYTES: usize = 1 << 20;
 const LOAD_DECOMPRESSED_BYTES_MAX: usize = 64 << 20;
 /// How often the groups' clocks run.
 pub const TICK_MS: u64 = 100;
+/// Coordinator writes in flight per partition.
+const WRITES_INFLIGHT_MAX: u64 = 1024;
 /// How long a coordinator write may wait for the ISR.
 pub const WRITE_TIMEOUT_MS: u64 = 5_000;
 
@@ -118,6 +120,7 @@ pub struct GroupCoordinator {
     syncs: Waiters<SyncAnswer>,
     origin: std::time::Instant,
     ids_made: Cell<u64>,
+    gates: RefCell<BTreeMap<i32, Rc<glommio::sync::Semaphore>>>,
 }
 
 /// Kafka's `Utils.abs(group.hashCode()) % partitions`, with Java's
@@ -149,6 +152,7 @@ impl GroupCoordinator {
             syncs: RefCell::new(BTreeMap::new()),
             origin: std::time::Instant::now(),
             ids_made: Cell::new(0),
+            gates: RefCell::new(BTreeMap::new()),
         }
     }
 
@@ -301,8 +305,8 @@ impl GroupCoordinator {
 
     /// Appends records (key, value or `None` for a tombstone) to partition
     /// `p`; returns once durable as the broker defines it (the ISR has them
-    /// in a cluster).
-    pub async fn append(&self, shard: &BrokerShard, p: i32, records: Vec<KeyValue>) -> Result<(), GroupError> {
+    /// in a cluster). Writers go through [`GroupCoordinator::write`].
+    async fn append(&self, shard: &BrokerShard, p: i32, records: Vec<KeyValue>) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -338,6 +342,66 @@ impl GroupCoordinator {
             tracing::warn!(partition = p, error = %e, "group coordinator write failed");
             GroupError::CoordinatorNotAvailable
         })
+    }
+
+    /// The write gate of partition `p`: every write holds one permit from
+    /// its append until its effect is in memory; compaction holds them all.
+    fn gate(&self, p: i32) -> Rc<glommio::sync::Semaphore> {
+        self.gates
+            .borrow_mut()
+            .entry(p)
+            .or_insert_with(|| Rc::new(glommio::sync::Semaphore::new(WRITES_INFLIGHT_MAX)))
+            .clone()
+    }
+
+    /// Appends `records` to partition `p` and, once they are durable,
+    /// applies their effect to the loaded state.
+    pub async fn write(
+        &self,
+        shard: &BrokerShard,
+        p: i32,
+        records: Vec<KeyValue>,
+        apply: impl FnOnce(&mut PartitionGroups),
+    ) -> Result<(), GroupError> {
+        let gate = self.gate(p);
+        let _permit = gate
+            .acquire_permit(1)
+            .await
+            .map_err(|_| GroupError::CoordinatorNotAvailable)?;
+        self.append(shard, p, records).await?;
+        self.with_groups(p, apply)
+    }
+
+    /// Compacts partition `p` when most of its records are dead (see
+    /// [`super::compaction`]).
+    pub async fn compact_if_worth_it(&self, shard: &BrokerShard, p: i32) -> Result<(), GroupError> {
+        let sink = self.sink(shard, p)?;
+        let log = sink.log().clone();
+        let live = self.with_groups(p, |pg| super::compaction::live_records(pg))?;
+        let total = log.log_end_offset().0 - log.log_start_offset().0;
+        if !super::compaction::worth_it(total, live as i64, log.segment_count()) {
+            return Ok(());
+        }
+        let gate = self.gate(p);
+        let _all = gate
+            .acquire_permit(WRITES_INFLIGHT_MAX)
+            .await
+            .map_err(|_| GroupError::CoordinatorNotAvailable)?;
+        // Every write before this point is in the log and in memory; none
+        // runs until the live state is re-written above `covered`.
+        let covered = log.log_end_offset();
+        let records = self.with_groups(p, |pg| super::compaction::live_state(pg, wall_ms()))?;
+        let rewritten = records.len();
+        for chunk in records.chunks(super::compaction::RECORDS_PER_BATCH) {
+            self.append(shard, p, chunk.to_vec()).await?;
+        }
+        let outcome = log.delete_segments_below(covered).await.map_err(|e| {
+            tracing::warn!(partition = p, error = %e, "deleting compacted segments failed");
+            GroupError::CoordinatorNotAvailable
+        })?;
+        tracing::info!(partition = p, records = total, live = rewritten, segments_deleted = outcome.segments_deleted,
+            log_start = %outcome.log_start, "compacted __consumer_offsets partition");
+        Ok(())
     }
 
     /// Registers a waiting JoinGroup answer.
@@ -384,7 +448,7 @@ impl GroupCoordinator {
                 group: group.to_string(),
             });
             let value = encode_group(&snap, wall_ms());
-            write_error = self.append(shard, p, vec![(key, Some(value))]).await.err();
+            write_error = self.write(shard, p, vec![(key, Some(value))], |_| {}).await.err();
         }
         self.deliver(group, deliveries, write_error);
     }

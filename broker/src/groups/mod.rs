@@ -4,6 +4,7 @@
 //! ([`partition_state`]), the per-shard driver that loads and writes them
 //! ([`coordinator`]) and its operations per API ([`ops`]).
 
+pub mod compaction;
 pub mod coordinator;
 pub mod error;
 pub mod group;

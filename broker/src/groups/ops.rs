@@ -207,16 +207,17 @@ impl GroupCoordinator {
             }
             results.push((c.topic, c.partition, check));
         }
-        if let Err(e) = self.append(shard, p, records).await {
+        let written = self
+            .write(shard, p, records, |pg| {
+                let entry = pg.get_or_create(group);
+                entry.offsets.extend(written);
+            })
+            .await;
+        if let Err(e) = written {
             for r in results.iter_mut().filter(|r| r.2.is_ok()) {
                 r.2 = Err(e);
             }
-            return Ok(results);
         }
-        self.with_groups(p, |pg| {
-            let entry = pg.get_or_create(group);
-            entry.offsets.extend(written);
-        })?;
         Ok(results)
     }
 
@@ -334,13 +335,12 @@ impl GroupCoordinator {
             }),
             None,
         ));
-        self.append(shard, p, records).await?;
-        self.with_groups(p, |pg| {
+        self.write(shard, p, records, |pg| {
             if let Some(mut e) = pg.groups.remove(group) {
                 e.group.mark_dead();
             }
-        })?;
-        Ok(())
+        })
+        .await
     }
 
     /// Deletes committed offsets of partitions the group no longer consumes.
@@ -377,8 +377,7 @@ impl GroupCoordinator {
             };
             results.push((topic, partition, r));
         }
-        self.append(shard, p, records).await?;
-        self.with_groups(p, |pg| {
+        self.write(shard, p, records, |pg| {
             if let Some(e) = pg.groups.get_mut(group) {
                 for (t, q, r) in &results {
                     if r.is_ok() {
@@ -386,7 +385,8 @@ impl GroupCoordinator {
                     }
                 }
             }
-        })?;
+        })
+        .await?;
         Ok(results)
     }
 
@@ -424,19 +424,23 @@ impl GroupCoordinator {
                         (encode_key(&key), None)
                     })
                     .collect();
-                if self.append(shard, p, records).await.is_err() {
-                    continue;
-                }
-                tracing::info!(group = %group, partitions = parts.len(), "expired committed offsets");
-                let _ = self.with_groups(p, |pg| {
-                    if let Some(e) = pg.groups.get_mut(&group) {
-                        for k in &parts {
-                            e.offsets.remove(k);
+                let removed = self
+                    .write(shard, p, records, |pg| {
+                        if let Some(e) = pg.groups.get_mut(&group) {
+                            for k in &parts {
+                                e.offsets.remove(k);
+                            }
                         }
-                    }
-                });
+                    })
+                    .await;
+                if removed.is_ok() {
+                    tracing::info!(group = %group, partitions = parts.len(), "expired committed offsets");
+                }
             }
             let _ = self.with_groups(p, |pg| pg.drop_finished());
+            if let Err(e) = self.compact_if_worth_it(shard, p).await {
+                tracing::warn!(partition = p, error = %e, "compaction of __consumer_offsets failed");
+            }
         }
     }
 }

@@ -1,0 +1,148 @@
+//! Committed offsets over time, at the protocol level: `__consumer_offsets`
+//! is compacted to the latest value per key (and still replays to the same
+//! offsets after a restart); offsets of a deleted topic are removed; the
+//! offsets of a group empty for longer than `offsets.retention.minutes`
+//! expire.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{s, Broker, Client};
+use kafka_protocol::messages::{self as km, GroupId, TopicName};
+
+const GROUP: &str = "lifecycle";
+
+fn create_topic(c: &mut Client, name: &str, partitions: i32) {
+    let req = km::CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![km::create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(s(name)))
+            .with_num_partitions(partitions)
+            .with_replication_factor(1)]);
+    let r = c.call(&req, 7);
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+}
+
+fn find_coordinator(c: &mut Client) {
+    let req = km::FindCoordinatorRequest::default().with_key(s(GROUP));
+    let r = c.call(&req, 3);
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+}
+
+/// A commit of `offset` for every partition, as a consumer using `assign`
+/// does (no member, generation -1).
+fn commit(c: &mut Client, topic: &str, partitions: i32, offset: i64) {
+    let parts = (0..partitions)
+        .map(|p| {
+            km::offset_commit_request::OffsetCommitRequestPartition::default()
+                .with_partition_index(p)
+                .with_committed_offset(offset + i64::from(p))
+        })
+        .collect();
+    let req = km::OffsetCommitRequest::default()
+        .with_group_id(GroupId(s(GROUP)))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![km::offset_commit_request::OffsetCommitRequestTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_partitions(parts)]);
+    let r = c.call(&req, 8);
+    for p in &r.topics[0].partitions {
+        assert_eq!(p.error_code, 0, "commit of partition {}", p.partition_index);
+    }
+}
+
+/// The committed offsets of every partition of `topic` (-1: none).
+fn fetch(c: &mut Client, topic: &str, partitions: i32) -> Vec<i64> {
+    let req = km::OffsetFetchRequest::default()
+        .with_group_id(GroupId(s(GROUP)))
+        .with_topics(Some(vec![km::offset_fetch_request::OffsetFetchRequestTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_indexes((0..partitions).collect())]));
+    let r = c.call(&req, 7);
+    assert_eq!(r.error_code, 0);
+    r.topics[0].partitions.iter().map(|p| p.committed_offset).collect()
+}
+
+fn earliest_offsets_topic_offset(c: &mut Client) -> i64 {
+    let req = km::ListOffsetsRequest::default()
+        .with_replica_id(km::BrokerId(-1))
+        .with_topics(vec![km::list_offsets_request::ListOffsetsTopic::default()
+            .with_name(TopicName(s("__consumer_offsets")))
+            .with_partitions(vec![km::list_offsets_request::ListOffsetsPartition::default(
+            )
+            .with_partition_index(0)
+            .with_timestamp(-2)])]);
+    let r = c.call(&req, 7);
+    r.topics[0].partitions[0].offset
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
+}
+
+#[test]
+fn offsets_are_compacted_survive_a_restart_and_go_with_their_topic() {
+    let mut b = Broker::start(&[
+        "offsets.topic.num.partitions=1",
+        "offsets.topic.segment.bytes=4096",
+        "offsets.retention.check.interval.ms=1000",
+    ]);
+    let mut c = Client::connect(b.addr());
+    create_topic(&mut c, "t", 4);
+    find_coordinator(&mut c);
+    for i in 0..600 {
+        commit(&mut c, "t", 4, i * 10);
+    }
+    assert_eq!(fetch(&mut c, "t", 4), vec![5990, 5991, 5992, 5993]);
+    // 2400 records, 4 of them live: compaction deletes the old segments.
+    let took = wait_for("compaction", Duration::from_secs(15), || {
+        earliest_offsets_topic_offset(&mut c) > 2000
+    });
+    eprintln!("compacted within {took:?}");
+    assert!(b.log_text().contains("compacted __consumer_offsets partition"));
+    assert_eq!(fetch(&mut c, "t", 4), vec![5990, 5991, 5992, 5993]);
+    b.stop();
+    b.spawn();
+    let mut c = Client::connect(b.addr());
+    assert_eq!(
+        fetch(&mut c, "t", 4),
+        vec![5990, 5991, 5992, 5993],
+        "the compacted log replays"
+    );
+    let req = km::DeleteTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topic_names(vec![TopicName(s("t"))]);
+    let r = c.call(&req, 5);
+    assert_eq!(r.responses[0].error_code, 0);
+    wait_for("offsets of the deleted topic removed", Duration::from_secs(10), || {
+        fetch(&mut c, "t", 4) == vec![-1, -1, -1, -1]
+    });
+}
+
+#[test]
+fn offsets_of_a_group_empty_past_the_retention_expire() {
+    let b = Broker::start(&[
+        "offsets.retention.minutes=0",
+        "offsets.retention.check.interval.ms=1000",
+    ]);
+    let mut c = Client::connect(b.addr());
+    create_topic(&mut c, "e", 2);
+    find_coordinator(&mut c);
+    commit(&mut c, "e", 2, 7);
+    // Expiry runs once a second: the offsets may be seen for at most that.
+    wait_for("offsets expired", Duration::from_secs(10), || {
+        fetch(&mut c, "e", 2) == vec![-1, -1]
+    });
+    let r = c.call(&km::ListGroupsRequest::default(), 4);
+    assert!(
+        !r.groups.iter().any(|g| g.group_id.0.as_str() == GROUP),
+        "the expired group is gone: {:?}",
+        r.groups
+    );
+}
