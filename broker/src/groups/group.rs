@@ -488,6 +488,15 @@ impl Group {
         Outcome::Later { member_id: id }
     }
 
+    /// The ids of the members `f` picks.
+    fn ids_where(&self, f: impl Fn(&Member) -> bool) -> Vec<String> {
+        self.members
+            .values()
+            .filter(|m| f(m))
+            .map(|m| m.member_id.clone())
+            .collect()
+    }
+
     fn update_member(&mut self, req: &JoinRequest, now: MonoMs) {
         if let Some(m) = self.members.get_mut(&req.member_id) {
             m.protocols = req.protocols.clone();
@@ -508,12 +517,7 @@ impl Group {
     /// told to rejoin.
     fn prepare_rebalance(&mut self, now: MonoMs, cfg: &GroupConfig) {
         if self.state == GroupState::CompletingRebalance {
-            let waiting: Vec<String> = self
-                .members
-                .values()
-                .filter(|m| m.phase == MemberPhase::AwaitingSync)
-                .map(|m| m.member_id.clone())
-                .collect();
+            let waiting = self.ids_where(|m| m.phase == MemberPhase::AwaitingSync);
             for id in waiting {
                 self.deliveries.push(Delivery::Sync {
                     member_id: id.clone(),
@@ -563,12 +567,7 @@ impl Group {
     }
 
     fn complete_join(&mut self, now: MonoMs) {
-        let late: Vec<String> = self
-            .members
-            .values()
-            .filter(|m| m.phase != MemberPhase::AwaitingJoin)
-            .map(|m| m.member_id.clone())
-            .collect();
+        let late = self.ids_where(|m| m.phase != MemberPhase::AwaitingJoin);
         for id in late {
             self.remove_member(&id);
         }
@@ -718,12 +717,7 @@ impl Group {
         self.state = GroupState::Stable;
         self.timers = Timers::default();
         self.persist_wanted = true;
-        let waiting: Vec<String> = self
-            .members
-            .values()
-            .filter(|m| m.phase == MemberPhase::AwaitingSync)
-            .map(|m| m.member_id.clone())
-            .collect();
+        let waiting = self.ids_where(|m| m.phase == MemberPhase::AwaitingSync);
         for id in waiting {
             let answer = self.sync_answer_for(&id);
             if let Some(m) = self.members.get_mut(&id) {
@@ -880,12 +874,7 @@ impl Group {
     /// handed-out member ids nobody used.
     pub fn tick(&mut self, now: MonoMs, cfg: &GroupConfig) {
         self.pending.retain(|_, deadline| now < *deadline);
-        let expired: Vec<String> = self
-            .members
-            .values()
-            .filter(|m| m.session_expired(now))
-            .map(|m| m.member_id.clone())
-            .collect();
+        let expired = self.ids_where(|m| m.session_expired(now));
         if !expired.is_empty() {
             for id in &expired {
                 tracing::info!(group = %self.id, member = %id, "member session expired");
@@ -896,12 +885,7 @@ impl Group {
         if self.state == GroupState::CompletingRebalance && self.timers.sync_deadline.is_some_and(|t| now >= t) {
             // The leader never sent its assignment: those that did not sync
             // are dropped, the rest rejoin.
-            let silent: Vec<String> = self
-                .members
-                .values()
-                .filter(|m| m.phase != MemberPhase::AwaitingSync)
-                .map(|m| m.member_id.clone())
-                .collect();
+            let silent = self.ids_where(|m| m.phase != MemberPhase::AwaitingSync);
             for id in &silent {
                 self.remove_member(id);
             }

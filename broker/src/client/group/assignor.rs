@@ -156,6 +156,13 @@ pub(super) mod test_support {
         counts.iter().map(|(t, n)| (t.to_string(), *n)).collect()
     }
 
+    /// The seed document's members: each subscribed to t0 and t1.
+    pub fn seed_members(ids: &[&str]) -> Vec<MemberSubscription> {
+        ids.iter()
+            .map(|id| MemberSubscription::new(*id, ["t0", "t1"]))
+            .collect()
+    }
+
     /// Partitions that some member is subscribed to, sorted.
     pub fn subscribed_partitions(ppt: &BTreeMap<String, i32>, members: &[MemberSubscription]) -> Vec<(String, i32)> {
         let mut out = Vec::new();

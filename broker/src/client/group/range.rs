@@ -53,12 +53,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn seed_members(ids: &[&str]) -> Vec<MemberSubscription> {
-        ids.iter()
-            .map(|id| MemberSubscription::new(*id, ["t0", "t1"]))
-            .collect()
-    }
-
     #[test]
     fn seed_document_example() {
         let ppt = topics(&[("t0", 3), ("t1", 3)]);

@@ -246,12 +246,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn seed_members(ids: &[&str]) -> Vec<MemberSubscription> {
-        ids.iter()
-            .map(|id| MemberSubscription::new(*id, ["t0", "t1"]))
-            .collect()
-    }
-
     /// Re-runs `members` with `owned` taken from `previous`.
     fn with_previous(members: &[MemberSubscription], previous: &GroupAssignment) -> Vec<MemberSubscription> {
         let mut next = members.to_vec();
