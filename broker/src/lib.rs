@@ -4,6 +4,7 @@
 //! Built so far: the protocol codec ([`protocol`]).
 
 pub mod cli_cluster;
+pub mod cli_groups;
 pub mod cli_topics;
 pub mod client;
 pub mod cluster;

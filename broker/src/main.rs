@@ -42,6 +42,14 @@ enum Command {
         #[command(subcommand)]
         command: ferrite_broker::cli_topics::TopicsCommand,
     },
+    /// Consumer groups: list, describe, delete, reset offsets (over the Kafka protocol).
+    Groups {
+        /// A broker to talk to (may also follow the subcommand).
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(subcommand)]
+        command: ferrite_broker::cli_groups::GroupsCommand,
+    },
     /// Leader elections in a cluster (over the Kafka protocol).
     Leaders {
         /// A broker to talk to.
@@ -104,7 +112,7 @@ fn config_from(command: Command) -> Result<BrokerConfig, String> {
             pairs.extend(split_overrides(&overrides)?);
             config.apply(&pairs).map_err(|e| e.to_string())?;
         }
-        Command::Topics { .. } | Command::Leaders { .. } | Command::Partitions { .. } => {
+        Command::Topics { .. } | Command::Groups { .. } | Command::Leaders { .. } | Command::Partitions { .. } => {
             unreachable!("handled before")
         }
     }
@@ -129,6 +137,13 @@ fn main() {
         Command::Leaders { bootstrap, command } => {
             if let Err(e) = ferrite_broker::cli_cluster::run_leaders(&bootstrap, command, &mut std::io::stdout()) {
                 eprintln!("ferrite leaders: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
+        Command::Groups { bootstrap, command } => {
+            if let Err(e) = ferrite_broker::cli_groups::run(&bootstrap, command, &mut std::io::stdout()) {
+                eprintln!("ferrite groups: {e}");
                 std::process::exit(1);
             }
             return;

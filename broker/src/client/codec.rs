@@ -268,6 +268,59 @@ pub fn decode_fetch(r: &mut Reader) -> WireResult<FetchedPartition> {
     })
 }
 
+// ---- ListOffsets v5 ----
+
+/// Asks for the offset at `timestamp` (-1 latest, -2 earliest) of each
+/// topic's partitions (replica -1, read-uncommitted).
+pub fn list_offsets(w: &mut Writer, timestamp: i64, topics: &[(String, Vec<i32>)]) {
+    w.i32(-1);
+    w.i8(0);
+    w.array_len(false, Some(topics.len()));
+    for (name, partitions) in topics {
+        w.string(false, name);
+        w.array_len(false, Some(partitions.len()));
+        for p in partitions {
+            w.i32(*p);
+            w.i32(-1);
+            w.i64(timestamp);
+        }
+    }
+}
+
+/// One partition's answer to ListOffsets.
+#[derive(Clone, Debug)]
+pub struct ListedOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub error: i16,
+    pub offset: i64,
+}
+
+pub fn decode_list_offsets(r: &mut Reader) -> WireResult<Vec<ListedOffset>> {
+    r.i32("throttle_time_ms")?;
+    let nt = r.array_len_required(false, 6, "topics")?;
+    let mut out = Vec::new();
+    for _ in 0..nt {
+        let topic = r.string(false, "name")?;
+        let np = r.array_len_required(false, 26, "partitions")?;
+        out.reserve(capacity(np));
+        for _ in 0..np {
+            let partition = r.i32("partition")?;
+            let error = r.i16("error")?;
+            r.i64("timestamp")?;
+            let offset = r.i64("offset")?;
+            r.i32("leader_epoch")?;
+            out.push(ListedOffset {
+                topic: topic.clone(),
+                partition,
+                error,
+                offset,
+            });
+        }
+    }
+    Ok(out)
+}
+
 // ---- CreateTopics v4, DeleteTopics v3, CreatePartitions v1 ----
 
 pub fn create_topics(
