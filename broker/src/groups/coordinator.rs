@@ -192,7 +192,16 @@ impl GroupCoordinator {
             }
             return Ok(Sink::Replica(replica));
         }
-        let log = shard.local_log(&tp).ok_or(GroupError::CoordinatorNotAvailable)?;
+        let Some(log) = shard.local_log(&tp) else {
+            // The topic exists but its log is not open here yet (start-up):
+            // retriable, as a load in progress.
+            let known = shard.meta().topic(OFFSETS_TOPIC).and_then(|t| t.partition(p)).is_some();
+            return Err(if known {
+                GroupError::CoordinatorLoadInProgress
+            } else {
+                GroupError::CoordinatorNotAvailable
+            });
+        };
         let epoch = shard
             .meta()
             .topic(OFFSETS_TOPIC)
@@ -473,8 +482,43 @@ impl GroupCoordinator {
         }
     }
 
+    /// Loads the `__consumer_offsets` partitions this shard serves and has
+    /// not loaded (at start, and after becoming their leader), as Kafka
+    /// does, so that ListGroups sees every group.
+    async fn load_served(&self, shard: &BrokerShard) {
+        let owned: Vec<i32> = match &shard.replicas {
+            Some(replicas) => replicas
+                .all()
+                .into_iter()
+                .filter(|r| r.role() == RoleKind::Leader)
+                .map(|r| r.log().topic_partition().clone())
+                .filter(|tp| tp.topic == OFFSETS_TOPIC)
+                .map(|tp| tp.partition)
+                .collect(),
+            None => shard
+                .logs
+                .partitions()
+                .into_iter()
+                .filter(|tp| tp.topic == OFFSETS_TOPIC)
+                .map(|tp| tp.partition)
+                .collect(),
+        };
+        for p in owned {
+            let current = self.sink(shard, p).map(|s| s.epoch());
+            let loaded = self.slots.borrow().get(&p).map(|s| s.epoch);
+            if let Ok(epoch) = current {
+                if loaded != Some(epoch) {
+                    if let Err(e) = self.ensure_loaded(shard, p).await {
+                        tracing::debug!(partition = p, error = %e, "group partition not loaded yet");
+                    }
+                }
+            }
+        }
+    }
+
     /// One round of the groups' clocks on every loaded partition.
     pub async fn tick(&self, shard: &BrokerShard) {
+        self.load_served(shard).await;
         let now = self.now();
         for p in self.loaded_partitions() {
             if self.sink(shard, p).is_err() {

@@ -176,9 +176,21 @@ def members(bootstrap, strategy, workdir):
 
 def committed(bootstrap, group, topic, path):
     from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
 
     with open(path) as f:
         saved = json.load(f)
+    # Nothing has touched the group since the restart: ListGroups must
+    # already show it (the broker loads its groups at start).
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.time() + 10
+    listed = []
+    while time.time() < deadline:
+        listed = [g.group_id for g in admin.list_consumer_groups().result(10).valid]
+        if group in listed:
+            break
+        time.sleep(0.2)
+    expect(group in listed, f"ListGroups after restart: {listed}")
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
     c.close()
