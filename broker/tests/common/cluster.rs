@@ -351,3 +351,27 @@ pub fn wait_brokers(cluster: &Cluster, n: usize) {
         metadata(&first, "none").filter(|m| m.brokers.len() == n)
     });
 }
+
+/// FindCoordinator (v2) for `group` on `bootstrap`: (error code, node id);
+/// `None` if the broker does not answer.
+pub fn find_coordinator(bootstrap: &str, group: &str) -> Option<(i16, i32)> {
+    use ferrite_broker::protocol::group_membership::{FindCoordinatorRequest, FindCoordinatorResponse};
+    let mut c = Connection::connect(bootstrap, "cluster-test").ok()?;
+    let req = FindCoordinatorRequest {
+        key: group.to_string(),
+        key_type: 0,
+    };
+    let mut r = c.call(10, 2, |w| req.encode(w, 2)).ok()?;
+    let resp = FindCoordinatorResponse::decode(&mut r, 2).ok()?;
+    Some((resp.error_code, resp.node_id))
+}
+
+/// The coordinator of `group` as the first running broker that names one
+/// sees it.
+pub fn coordinator_of(cluster: &Cluster, group: &str) -> Option<i32> {
+    cluster.brokers.iter().filter(|b| b.is_running()).find_map(|b| {
+        find_coordinator(&b.bootstrap(), group)
+            .filter(|(e, _)| *e == 0)
+            .map(|(_, id)| id)
+    })
+}
