@@ -69,3 +69,11 @@ fn kafka_python_group_consumer_resumes_from_its_commit() {
     let b = Broker::start(&[]);
     python(&b, &["kafka-python-resume"]);
 }
+
+#[test]
+fn a_static_member_restarted_within_its_session_causes_no_rebalance() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let b = Broker::start(&[]);
+    let work = tempfile::tempdir().expect("tempdir");
+    python(&b, &["static", work.path().to_str().expect("utf-8 path")]);
+}

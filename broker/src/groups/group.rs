@@ -422,8 +422,9 @@ impl Group {
     }
 
     /// A static member joining again under a new member id: the old id is
-    /// fenced, the member keeps its place (and its assignment while the
-    /// group is stable and its protocols are unchanged).
+    /// fenced, the member keeps its place — and, while the group is stable
+    /// and would still choose the same protocol, its assignment with no
+    /// rebalance (KIP-345; the leader too).
     fn rejoin_static(
         &mut self,
         req: JoinRequest,
@@ -436,8 +437,10 @@ impl Group {
             return self.add_member(req, new_id, now, cfg);
         };
         self.answer_waiting(&m, GroupError::FencedInstanceId);
-        let same = m.same_protocols(&req.protocols);
         m.member_id = new_id.clone();
+        // Its metadata may differ (owned partitions, say): only a change of
+        // the group's protocol calls for a rebalance, as in Kafka.
+        m.protocols = req.protocols.clone();
         let instance = req.instance_id.clone().unwrap_or_default();
         self.instances.insert(instance, new_id.clone());
         let was_leader = self.leader.as_deref() == Some(old_id.as_str());
@@ -446,7 +449,9 @@ impl Group {
         }
         m.last_seen = now;
         self.members.insert(new_id.clone(), m);
-        if self.state == GroupState::Stable && same && !was_leader {
+        if self.state == GroupState::Stable && self.select_protocol() == self.protocol {
+            // A rejoining leader gets the members; its SyncGroup is
+            // answered from the stored assignment.
             self.persist_wanted = true;
             return Outcome::Now(self.join_answer_for(&new_id));
         }

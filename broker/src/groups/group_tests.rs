@@ -406,3 +406,42 @@ fn a_snapshot_loads_as_a_stable_group() {
     let mut loaded = loaded;
     assert_eq!(loaded.heartbeat(&ids[1], None, 1, MonoMs(50_001)), Ok(()));
 }
+
+#[test]
+fn a_static_leader_rejoining_keeps_the_generation_and_gets_the_members() {
+    let c = cfg(0);
+    let mut g = Group::new("g");
+    let mut s = join_req("", &["range"]);
+    s.instance_id = Some("lead".into());
+    let old = later(g.join(s.clone(), "a-old".into(), MonoMs(0), &c));
+    joins(&mut g);
+    later(g.join(join_req("", &["range"]), "z".into(), MonoMs(1), &c));
+    let mut again = s.clone();
+    again.member_id = old.clone();
+    later(g.join(again, String::new(), MonoMs(2), &c));
+    joins(&mut g);
+    assert_eq!(g.leader(), Some(old.as_str()), "a-old sorts first");
+    later_sync(g.sync(
+        sync_req(&g, &old, vec![("z".into(), Bytes::from_static(b"Z"))]),
+        MonoMs(3),
+    ));
+    g.take_deliveries();
+    let generation = g.generation();
+    match g.join(s, "a-new".into(), MonoMs(4), &c) {
+        Outcome::Now(a) => {
+            assert_eq!(a.generation, generation);
+            assert_eq!(a.leader, "a-new");
+            assert_eq!(a.members.len(), 2, "the leader gets the members");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(g.state(), GroupState::Stable);
+    // Its new assignment is ignored: the group is stable.
+    let mut req = sync_req(&g, "a-new", vec![("z".into(), Bytes::from_static(b"other"))]);
+    req.instance_id = Some("lead".into());
+    assert!(matches!(g.sync(req, MonoMs(5)), Outcome::Now(_)));
+    match g.sync(sync_req(&g, "z", Vec::new()), MonoMs(6)) {
+        Outcome::Now(a) => assert_eq!(a.assignment.as_ref(), b"Z"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -56,14 +56,22 @@ def consumer_config(bootstrap, group, strategy):
     }
 
 
-def member(bootstrap, group, topic, strategy, outfile):
+def member(bootstrap, group, topic, strategy, outfile, instance=None):
     from confluent_kafka import Consumer
 
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     fd = os.open(outfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    c = Consumer(consumer_config(bootstrap, group, strategy))
-    c.subscribe([topic])
+    config = consumer_config(bootstrap, group, strategy)
+    if instance:
+        config["group.instance.id"] = instance
+
+    def revoked(_consumer, partitions):
+        if partitions:
+            os.write(fd, b"REVOKED\n")
+
+    c = Consumer(config)
+    c.subscribe([topic], on_revoke=revoked)
     seen = None
     while not stop:
         m = c.poll(0.2)
@@ -78,6 +86,11 @@ def member(bootstrap, group, topic, strategy, outfile):
     c.close()
     os.write(fd, b"CLOSED\n")
     os.close(fd)
+
+
+def revocations(path):
+    with open(path, "rb") as f:
+        return f.read().count(b"REVOKED\n")
 
 
 def read_member(path):
@@ -96,13 +109,13 @@ def read_member(path):
     return owned, values, closed
 
 
-def wait_exclusive(files, deadline, what):
+def wait_exclusive(files, deadline, what, partitions=PARTITIONS):
     """Waits until the members in `files` own every partition exactly once,
     each at least one; returns the assignment."""
     while time.time() < deadline:
         owned = [read_member(f)[0] for f in files]
         flat = sorted(p for o in owned for p in o)
-        if flat == list(range(PARTITIONS)) and all(owned):
+        if flat == list(range(partitions)) and all(owned):
             return owned
         time.sleep(0.1)
     expect(False, f"{what}: assignments never became exclusive: {[read_member(f)[0] for f in files]}")
@@ -174,6 +187,46 @@ def members(bootstrap, strategy, workdir):
     print("committed", offsets, flush=True)
 
 
+def static(bootstrap, workdir):
+    """Two static members (group.instance.id); one is killed and restarted
+    with the same instance id within its session: it gets its partitions
+    back and the other member's are never revoked (no rebalance)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = "static-topic", "static-group"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
+    files = [os.path.join(workdir, f"static-{i}.log") for i in range(3)]
+
+    def start(i, instance):
+        return subprocess.Popen([sys.executable, __file__, bootstrap, "member", group, topic, "range", files[i], instance])
+
+    a, b = start(0, "inst-a"), start(1, "inst-b")
+    restarted = None
+    try:
+        owned = wait_exclusive(files[:2], time.time() + 60, "two static members", partitions=4)
+        time.sleep(2)
+        revoked_before = revocations(files[1])
+        a.send_signal(signal.SIGKILL)
+        a.wait()
+        restarted = start(2, "inst-a")
+        deadline = time.time() + SESSION_TIMEOUT_MS / 1000
+        while read_member(files[2])[0] != owned[0] and time.time() < deadline:
+            time.sleep(0.1)
+        expect(read_member(files[2])[0] == owned[0], f"restarted member owns {read_member(files[2])[0]}, had {owned[0]}")
+        time.sleep(2)
+        expect(revocations(files[1]) == revoked_before, "the other member's partitions were revoked: a rebalance")
+        expect(read_member(files[1])[0] == owned[1], "the other member's assignment changed")
+        print(f"static member came back to {owned[0]} without a rebalance", flush=True)
+    finally:
+        for p in (b, restarted):
+            if p:
+                p.send_signal(signal.SIGTERM)
+        for p in (b, restarted):
+            if p:
+                p.wait(30)
+
+
 def committed(bootstrap, group, topic, path):
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
@@ -237,5 +290,6 @@ if __name__ == "__main__":
     if mode == "member":
         member(bootstrap, *args)
         sys.exit(0)
-    {"members": members, "committed": committed, "kafka-python-resume": kafka_python_resume}[mode](bootstrap, *args)
+    modes = {"members": members, "committed": committed, "kafka-python-resume": kafka_python_resume, "static": static}
+    modes[mode](bootstrap, *args)
     print("all ok", flush=True)
