@@ -2,6 +2,7 @@
 //! and the engine throughput run behind `ferrite-bench engine`.
 
 pub mod engine_run;
+pub mod group_consume;
 pub mod load;
 pub mod loopback;
 pub mod matrix;

@@ -88,7 +88,7 @@ impl LoadResult {
     }
 }
 
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     // 1 µs to 10 min, 3 significant digits.
     Histogram::new_with_bounds(1, 600_000_000, 3).unwrap_or_else(|_| unreachable!())
 }
@@ -116,9 +116,9 @@ pub fn ensure_topic(cfg: &LoadConfig) -> Result<(), ClientError> {
     Ok(())
 }
 
-struct Shared {
-    records: AtomicU64,
-    bytes: AtomicU64,
+pub(crate) struct Shared {
+    pub(crate) records: AtomicU64,
+    pub(crate) bytes: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -142,7 +142,7 @@ fn reporter(shared: Arc<Shared>, label: &'static str) -> std::thread::JoinHandle
     })
 }
 
-fn run_threads<F>(cfg: &LoadConfig, label: &'static str, work: F) -> Result<LoadResult, ClientError>
+pub(crate) fn run_threads<F>(cfg: &LoadConfig, label: &'static str, work: F) -> Result<LoadResult, ClientError>
 where
     F: Fn(usize, &Shared) -> Result<(Histogram<u64>, u64), ClientError> + Send + Sync + 'static,
 {
@@ -329,7 +329,7 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
 
 /// Counts the whole records in a fetched record set; returns (records,
 /// bytes, next offset).
-fn count_batches(records: &[u8], mut next: i64) -> (u64, u64, i64) {
+pub(crate) fn count_batches(records: &[u8], mut next: i64) -> (u64, u64, i64) {
     let mut at = 0;
     let (mut n, mut bytes) = (0u64, 0u64);
     while at < records.len() {

@@ -6,8 +6,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::time::Duration;
 
 use ferrite_bench::engine_run::{self, EngineRunConfig};
+use ferrite_bench::group_consume::{self, GroupOptions};
 use ferrite_bench::load::{self, LoadConfig};
 use ferrite_bench::size::parse_size;
+use ferrite_broker::client::group::member::AssignorKind;
 use ferrite_engine::WriteMode;
 
 #[derive(Parser)]
@@ -15,6 +17,13 @@ use ferrite_engine::WriteMode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AssignorArg {
+    Range,
+    Roundrobin,
+    Sticky,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -80,6 +89,14 @@ enum Command {
         /// Fetch max bytes per request.
         #[arg(long, default_value = "1MiB", value_parser = parse_size)]
         fetch_max_bytes: u64,
+        /// Consume as members of this consumer group (one per connection):
+        /// the assigned partitions from their committed offsets, committing
+        /// every second and at the end.
+        #[arg(long)]
+        group: Option<String>,
+        /// The group's partition assignor (with --group).
+        #[arg(long, value_enum, default_value = "range", requires = "group")]
+        assignor: AssignorArg,
     },
     /// Start a 3-broker loopback cluster (and its ZooKeeper) and measure
     /// produce throughput and latency over acks 0/1/all, RF 1/3, 100 B and
@@ -192,11 +209,27 @@ fn main() {
         Command::Consume {
             load: l,
             fetch_max_bytes,
+            group,
+            assignor,
         } => {
             let mut cfg = load_config(l);
             cfg.fetch_max_bytes = fetch_max_bytes.min(i32::MAX as u64) as i32;
-            let result = load::consume(&cfg).unwrap_or_else(|e| fail("consume", e));
-            println!("{}", result.to_json("consume", &cfg));
+            let Some(group) = group else {
+                let result = load::consume(&cfg).unwrap_or_else(|e| fail("consume", e));
+                println!("{}", result.to_json("consume", &cfg));
+                return;
+            };
+            let kind = match assignor {
+                AssignorArg::Range => AssignorKind::Range,
+                AssignorArg::Roundrobin => AssignorKind::RoundRobin,
+                AssignorArg::Sticky => AssignorKind::Sticky,
+            };
+            let opts = GroupOptions::new(&group, kind);
+            let result = group_consume::consume(&cfg, &opts).unwrap_or_else(|e| fail("consume", e));
+            let mut json = result.to_json("consume", &cfg);
+            json["group"] = serde_json::json!(group);
+            json["assignor"] = serde_json::json!(kind.boxed().name());
+            println!("{json}");
         }
         Command::Matrix {
             out,

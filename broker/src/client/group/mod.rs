@@ -1,10 +1,14 @@
 //! The client side of consumer groups: the consumer embedded protocol (the
 //! bytes of JoinGroup metadata and SyncGroup assignments), the range,
-//! round-robin and sticky partition assignors, and the producer
-//! partitioner compatible with the Java client (murmur2 of the key).
+//! round-robin and sticky partition assignors, the producer partitioner
+//! compatible with the Java client (murmur2 of the key), and a blocking
+//! group member ([`member::GroupMember`]) over a coordinator client.
 
 pub mod assignor;
 pub mod consumer_protocol;
+pub mod coordinator_client;
+pub mod member;
+pub mod member_error;
 pub mod partitioner;
 pub mod range;
 pub mod round_robin;
