@@ -12,7 +12,23 @@ fn run(which: &str) {
     run_against(&Broker::start(&[]), which);
 }
 
-fn run_against(b: &Broker, which: &str) {
+#[test]
+fn ferrite_partitioner_puts_keys_where_the_java_compatible_one_does() {
+    use ferrite_broker::client::group::partitioner::Partitioner;
+    let out = run_against(&Broker::start(&[]), "partitioner");
+    let mut ours = Partitioner::new();
+    let mut checked = 0;
+    for line in out.lines().filter(|l| l.starts_with("KEY ")) {
+        let mut parts = line.split(' ').skip(1);
+        let (key, partition) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let theirs: i32 = partition.parse().expect("partition");
+        assert_eq!(ours.partition("keyed", Some(key.as_bytes()), None, 7), theirs, "key {key}");
+        checked += 1;
+    }
+    assert_eq!(checked, 200);
+}
+
+fn run_against(b: &Broker, which: &str) -> String {
     let python = std::env::var("FERRITE_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/clients.py");
     let out = Command::new(&python)
@@ -28,6 +44,7 @@ fn run_against(b: &Broker, which: &str) {
         "{which} failed ({}):\n{stdout}\n{stderr}\n(needs confluent-kafka and kafka-python: run scripts/test.sh)",
         out.status
     );
+    stdout.into_owned()
 }
 
 #[test]

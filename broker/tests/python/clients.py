@@ -164,7 +164,36 @@ def idempotent(bootstrap):
     print(f"idempotent: {n} records, each exactly once and in order", flush=True)
 
 
+def partitioner(bootstrap):
+    """Keyed records through confluent-kafka's Java-compatible partitioner
+    (murmur2_random); prints each key and the partition it landed on, read
+    back from the broker, as `KEY <key> <partition>` lines."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, partitions, n = "keyed", 7, 200
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    for i in range(n):
+        p.produce(topic, key=f"key-{i * 7919}".encode(), value=b"v")
+    expect(p.flush(30) == 0, "produce did not finish")
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "keyed-check", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, q, 0) for q in range(partitions)])
+    seen = 0
+    deadline = time.time() + 30
+    while seen < n and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is None or m.error():
+            continue
+        print("KEY", m.key().decode(), m.partition(), flush=True)
+        seen += 1
+    c.close()
+    expect(seen == n, f"read {seen} of {n}")
+
+
 if __name__ == "__main__":
     bootstrap, which = sys.argv[1], sys.argv[2]
-    {"confluent": confluent, "kafka-python": kafka_python, "idempotent": idempotent}[which](bootstrap)
+    modes = {"confluent": confluent, "kafka-python": kafka_python, "idempotent": idempotent, "partitioner": partitioner}
+    modes[which](bootstrap)
     print("all ok", flush=True)
