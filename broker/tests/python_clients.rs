@@ -22,7 +22,11 @@ fn ferrite_partitioner_puts_keys_where_the_java_compatible_one_does() {
         let mut parts = line.split(' ').skip(1);
         let (key, partition) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let theirs: i32 = partition.parse().expect("partition");
-        assert_eq!(ours.partition("keyed", Some(key.as_bytes()), None, 7), theirs, "key {key}");
+        assert_eq!(
+            ours.partition("keyed", Some(key.as_bytes()), None, 7),
+            theirs,
+            "key {key}"
+        );
         checked += 1;
     }
     assert_eq!(checked, 200);
