@@ -313,6 +313,11 @@ fn a_follower_cut_off_leaves_the_isr_and_rejoins_after_healing() {
     // on to the brokers' metadata.
     let controller = controller_id(&cluster);
     let follower = (1..=3).find(|b| *b != leader && *b != controller).unwrap();
+    // The leader named in the metadata may not have applied its
+    // LeaderAndIsr yet: wait until it takes a write.
+    wait_for("the leader taking writes", Duration::from_secs(20), || {
+        (produce(&addr, "cut", 0, 1, b"before-cut").0 == 0).then_some(())
+    });
     cluster.broker(follower).pause();
     let cut_at = Instant::now();
     // The leader must have something the follower lacks to call it lagging.
