@@ -62,9 +62,4 @@ impl PartitionLog {
         *self.producers.borrow_mut() = states;
         Ok(())
     }
-
-    /// The producer state (tests, metrics).
-    pub fn producer_count(&self) -> usize {
-        self.producers.borrow().len()
-    }
 }

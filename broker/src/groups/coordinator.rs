@@ -271,7 +271,7 @@ impl GroupCoordinator {
         let start = std::time::Instant::now();
         let end = log.log_end_offset();
         let mut at = log.log_start_offset();
-        let mut raw: Vec<Vec<u8>> = Vec::new();
+        let mut records: Vec<ReadRecord> = Vec::new();
         while at < end {
             let read = log
                 .read(at, LOAD_READ_BYTES, end, SizeLimit::AtLeastOneBatch)
@@ -280,12 +280,9 @@ impl GroupCoordinator {
             if matches!(read.region, ReadRegion::Empty) || read.next_offset <= at {
                 break;
             }
-            raw.push(read.to_vec().await.map_err(|e| load_failed(p, &e))?);
+            let chunk = read.to_vec().await.map_err(|e| load_failed(p, &e))?;
+            collect_records(&chunk, &mut records);
             at = read.next_offset;
-        }
-        let mut records: Vec<ReadRecord> = Vec::new();
-        for chunk in &raw {
-            collect_records(chunk, &mut records);
         }
         let (groups, report) =
             PartitionGroups::replay(records.iter().map(|(k, v)| (k.as_deref(), v.as_deref())), self.now());

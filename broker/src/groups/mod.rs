@@ -1,5 +1,6 @@
 //! The group coordinator (Kafka's classic consumer-group protocol):
-//! membership state machines per group ([`group`]), the records of
+//! membership state machines per group ([`group`], its inputs and
+//! answers in [`messages`]), the records of
 //! `__consumer_offsets` ([`offsets_format`]), a partition's replayed state
 //! ([`partition_state`]), the per-shard driver that loads and writes them
 //! ([`coordinator`]) and its operations per API ([`ops`]).
@@ -9,6 +10,7 @@ pub mod coordinator;
 pub mod error;
 pub mod group;
 pub mod member;
+pub mod messages;
 pub mod offsets_format;
 pub mod ops;
 pub mod partition_state;
