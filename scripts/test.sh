@@ -13,6 +13,7 @@ section() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 section "toolchain and test dependencies"
 cargo --version
 rustc --version
+df -h . | tail -n 1
 # Real Kafka clients the tests drive (kcat), and the ZooKeeper servers the
 # cluster tests start themselves (Debian's zookeeper package; the tests run
 # it as their own child processes, the system service is not used).
@@ -43,6 +44,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 section "tests"
 cargo test --workspace --locked
+
+if [ "${FERRITE_CI_FREE_DISK:-0}" = 1 ]; then
+  section "freeing the debug build (FERRITE_CI_FREE_DISK=1)"
+  du -sh target/debug 2>/dev/null || true
+  rm -rf target/debug
+fi
 
 section "a short engine benchmark run (clippy above already checked the criterion benches)"
 smoke_dir=$(mktemp -d "${TMPDIR:-/tmp}/ferrite-bench-smoke.XXXXXX")
@@ -107,3 +114,4 @@ else
 fi
 
 section "done"
+df -h . | tail -n 1
