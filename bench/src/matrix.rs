@@ -28,6 +28,28 @@ pub struct MatrixConfig {
     pub partitions: i32,
     pub connections: usize,
     pub inflight: usize,
+    pub cells: CellSet,
+    /// Extra `server.properties` lines (`key=value`) for the three brokers.
+    pub broker_config: Vec<String>,
+}
+
+/// Which cells a run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CellSet {
+    /// Every combination of record size, flush policy, RF and acks.
+    All,
+    /// The two cells of the target ratio: 1 KiB records, no flush policy,
+    /// RF 1 acks=1 and RF 3 acks=all.
+    Target,
+}
+
+impl CellSet {
+    fn includes(self, record_bytes: usize, flush: Flush, rf: i16, acks: i16) -> bool {
+        match self {
+            CellSet::All => true,
+            CellSet::Target => record_bytes == 1024 && flush == Flush::None && matches!((rf, acks), (1, 1) | (3, -1)),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -78,11 +100,15 @@ impl Drop for Broker {
 }
 
 fn start_broker(cfg: &MatrixConfig, id: i32, port: u16, zk: &str, dir: &Path) -> std::io::Result<Broker> {
-    let props = format!(
+    let mut props = format!(
         "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={}\nzookeeper.connect={zk}\n\
          zookeeper.session.timeout.ms=10000\nferrite.shards=1\nauto.leader.rebalance.enable=false\n",
         dir.join("data").display()
     );
+    for line in &cfg.broker_config {
+        props.push_str(line);
+        props.push('\n');
+    }
     std::fs::create_dir_all(dir)?;
     let config = dir.join("server.properties");
     std::fs::write(&config, props)?;
@@ -122,6 +148,9 @@ fn wait_for_brokers(bootstrap: &str, n: usize) -> Result<(), String> {
 
 /// Runs the whole matrix; returns its cells.
 pub fn run(cfg: &MatrixConfig) -> Result<Vec<Cell>, String> {
+    if let Some(bad) = cfg.broker_config.iter().find(|l| !l.contains('=') || l.contains('\n')) {
+        return Err(format!("broker config {bad:?}: expected one KEY=VALUE"));
+    }
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
     // The brokers' data and logs, removed after a run that succeeded and
     // kept (named in the error) after one that did not.
@@ -151,6 +180,9 @@ fn run_in(cfg: &MatrixConfig, work: &Path) -> Result<Vec<Cell>, String> {
         for flush in [Flush::None, Flush::GroupCommit] {
             for rf in [1i16, 3] {
                 for acks in [0i16, 1, -1] {
+                    if !cfg.cells.includes(record_bytes, flush, rf, acks) {
+                        continue;
+                    }
                     let cell = run_cell(cfg, &bootstrap, acks, rf, record_bytes, flush)?;
                     println!(
                         "acks={} rf={} record={}B flush={}: {:.0} records/s, {:.1} MB/s, p50 {:.2} ms, p99 {:.2} ms",
@@ -208,6 +240,9 @@ fn run_cell(
         topic_configs: configs,
     };
     let result = load::produce(&load).map_err(|e| format!("{}: {e}", load.topic))?;
+    // Each cell writes gigabytes (three copies at RF 3): its topic goes once
+    // measured, so that the whole matrix needs the disk of one cell only.
+    delete_topic(bootstrap, &load.topic)?;
     Ok(Cell {
         acks,
         rf,
@@ -219,6 +254,22 @@ fn run_cell(
         p99_ms: result.ms(0.99),
         errors: result.errors,
     })
+}
+
+fn delete_topic(bootstrap: &str, topic: &str) -> Result<(), String> {
+    use ferrite_broker::client::codec;
+    let fail = |e: &dyn std::fmt::Display| format!("deleting {topic}: {e}");
+    let mut c = ferrite_broker::client::Connection::connect(bootstrap, "ferrite-bench").map_err(|e| fail(&e))?;
+    let names = [topic.to_string()];
+    let mut r = c
+        .call(20, codec::DELETE_TOPICS_V, |w| codec::delete_topics(w, &names))
+        .map_err(|e| fail(&e))?;
+    for (name, code) in codec::decode_delete_topics(&mut r).map_err(|e| fail(&e))? {
+        if code != 0 {
+            return Err(format!("deleting {name}: error code {code}"));
+        }
+    }
+    Ok(())
 }
 
 /// RF 3 acks=all throughput over RF 1 acks=1 (1 KiB records, no flush).

@@ -213,3 +213,56 @@ fn records_survive_a_clean_restart() {
     let got = read_back(&mut c, "d");
     assert_eq!(got.len(), 50);
 }
+
+/// A long-polling fetch (30 s wait, one byte minimum) is answered when
+/// records reach its partition, not at its deadline. Eight partitions on a
+/// two-shard broker, each fetched on its own connection, so both the
+/// signalled wait (fetch on the partition's own shard) and the polled one
+/// (another shard's partition) are exercised.
+#[test]
+fn a_long_polling_fetch_is_answered_when_records_arrive() {
+    let b = Broker::start(&[]);
+    let mut admin = Client::connect(b.addr());
+    let create = km::CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![km::create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(s("poll")))
+            .with_num_partitions(8)
+            .with_replication_factor(1)]);
+    assert_eq!(admin.call(&create, 7).topics[0].error_code, 0);
+    for partition in 0..8 {
+        let mut fetcher = Client::connect(b.addr());
+        let fetch = km::FetchRequest::default()
+            .with_max_wait_ms(30_000)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![km::fetch_request::FetchTopic::default()
+                .with_topic(TopicName(s("poll")))
+                .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                    .with_partition(partition)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(1 << 20)])]);
+        fetcher.send(&fetch, 12);
+        // Let the fetch reach its wait before the records come.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        let mut produce = produce_request("poll", Bytes::from(build_batch(Offset(0), TimestampMs(0), &[b"wake"])));
+        produce.topic_data[0].partition_data[0].index = partition;
+        let r = admin.call(&produce, 9);
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+        let answer = fetcher.response::<km::FetchRequest>(12).expect("fetch answered");
+        let waited = started.elapsed();
+        let p = &answer.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0);
+        assert!(
+            p.records.as_ref().is_some_and(|r| !r.is_empty()),
+            "partition {partition}: answered without the records"
+        );
+        // The deadline is 30 s away; being woken takes milliseconds. The
+        // bound is loose so a busy machine cannot fail it.
+        assert!(
+            waited < std::time::Duration::from_secs(10),
+            "partition {partition}: answered after {waited:?}, at its deadline rather than on the append"
+        );
+    }
+}

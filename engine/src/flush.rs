@@ -77,11 +77,8 @@ impl PartitionLog {
         // What was in the kernel when the sync started is now durable. The
         // end offset may lag it by appends that have not returned yet; those
         // bytes are in the kernel, so the end may move up with it.
-        {
-            let mut o = self.offsets.borrow_mut();
-            o.advance_end(covered_next);
-            o.advance_durable(covered_next);
-        }
+        self.advance_end(covered_next);
+        self.offsets.borrow_mut().advance_durable(covered_next);
         self.recovery_point.set(RecoveryPoint {
             offset: covered_next,
             segment_base: active.base(),

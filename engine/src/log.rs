@@ -130,6 +130,9 @@ pub struct PartitionLog {
     pub(crate) epoch_file_lock: Semaphore,
     /// Idempotent producers' sequences, for deduplication.
     pub(crate) producers: RefCell<ProducerStates>,
+    /// Signalled whenever the log end moves up: long-polling fetches of
+    /// this partition wait on it instead of polling.
+    pub(crate) end_moved: crate::notify::Notify,
 }
 
 impl PartitionLog {
@@ -154,12 +157,27 @@ impl PartitionLog {
         self.offsets.borrow().log_start()
     }
 
+    /// The signal of the log end moving up (see [`crate::notify::Notify`]):
+    /// read its generation, check the end, then wait for a change.
+    pub fn end_moved(&self) -> &crate::notify::Notify {
+        &self.end_moved
+    }
+
+    /// Moves the log end up to `end` (never down) and wakes what waits on
+    /// [`PartitionLog::end_moved`].
+    pub(crate) fn advance_end(&self, end: Offset) {
+        let before = self.log_end_offset();
+        self.offsets.borrow_mut().advance_end(end);
+        if self.log_end_offset() > before {
+            self.end_moved.notify_all();
+        }
+    }
+
     /// The log end offset: every batch below it is in the kernel.
     pub fn log_end_offset(&self) -> Offset {
         self.offsets.borrow().end()
     }
 
-    /// Every batch below this offset is on the device.
     /// Bounds retention: no segment holding an offset at or above `limit`
     /// is deleted, so that a leader never deletes records not yet committed
     /// (Kafka deletes only below the high watermark). `None`: the log end.
@@ -167,6 +185,7 @@ impl PartitionLog {
         self.retention_limit.set(limit);
     }
 
+    /// Every batch below this offset is on the device.
     pub fn durable_offset(&self) -> Offset {
         self.offsets.borrow().durable()
     }
@@ -285,7 +304,7 @@ impl PartitionLog {
         if let Err(e) = appender.write_through(end_pos).await {
             return Err(self.poison_with(e));
         }
-        self.offsets.borrow_mut().advance_end(appender.written_next());
+        self.advance_end(appender.written_next());
         self.flush_state.borrow_mut().appended_records += info.records;
         // A batch that started an epoch is acknowledged only once the
         // leader-epoch file says so.
@@ -606,7 +625,7 @@ impl PartitionLog {
             a.write_through(a.reserved_end())
                 .await
                 .map_err(|e| self.poison_with(e))?;
-            self.offsets.borrow_mut().advance_end(a.written_next());
+            self.advance_end(a.written_next());
         }
         Ok(())
     }

@@ -13,7 +13,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 /// Wakers kept at most. Waiters that gave up (a timeout won a race, say)
 /// leave theirs behind until the next notification; past this many they are
@@ -38,23 +38,27 @@ impl Notify {
 
     /// Waits until the generation differs from `seen`.
     pub async fn changed_since(&self, seen: u64) {
-        poll_fn(|cx| {
-            if self.generation.get() != seen {
-                return Poll::Ready(());
+        poll_fn(|cx| self.poll_changed_since(seen, cx)).await
+    }
+
+    /// The poll behind [`Notify::changed_since`], for a future that waits
+    /// on several signals at once: ready when the generation differs from
+    /// `seen`, else the task's waker is kept (once) until the next change.
+    pub fn poll_changed_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
+        if self.generation.get() != seen {
+            return Poll::Ready(());
+        }
+        let mut waiters = self.waiters.borrow_mut();
+        if waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            return Poll::Pending;
+        }
+        if waiters.len() >= WAITERS_MAX {
+            for w in waiters.drain(..) {
+                w.wake();
             }
-            let mut waiters = self.waiters.borrow_mut();
-            if waiters.iter().any(|w| w.will_wake(cx.waker())) {
-                return Poll::Pending;
-            }
-            if waiters.len() >= WAITERS_MAX {
-                for w in waiters.drain(..) {
-                    w.wake();
-                }
-            }
-            waiters.push(cx.waker().clone());
-            Poll::Pending
-        })
-        .await
+        }
+        waiters.push(cx.waker().clone());
+        Poll::Pending
     }
 
     pub fn notify_all(&self) {

@@ -290,3 +290,40 @@ fn segments_roll_on_age_and_on_a_full_index() {
         log.close().await.unwrap();
     });
 }
+
+/// A task waiting on `end_moved` is woken by an append of the partition and
+/// not before; a refused append wakes nobody.
+#[test]
+fn an_append_wakes_what_waits_on_the_log_end() {
+    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+        let dir = tempfile::tempdir().unwrap();
+        run(|| async {
+            let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+            let log = PartitionLog::open(params(dir.path(), small_segments(), mode, clock))
+                .await
+                .unwrap();
+            let seen = log.end_moved().generation();
+            let woken = Rc::new(std::cell::Cell::new(false));
+            let waiter = {
+                let (log, woken) = (log.clone(), woken.clone());
+                glommio::spawn_local(async move {
+                    log.end_moved().changed_since(seen).await;
+                    woken.set(true);
+                    log.log_end_offset()
+                })
+            };
+            glommio::yield_if_needed().await;
+            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+            assert!(!woken.get(), "woken with nothing appended");
+            let mut corrupt = producer_batch(1, 10, 1, 1);
+            let last = corrupt.len() - 1;
+            corrupt[last] ^= 0xff;
+            assert!(log.append(corrupt, LEADER).await.is_err());
+            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+            assert!(!woken.get(), "woken by a refused append");
+            log.append(producer_batch(2, 10, 1, 1), LEADER).await.unwrap();
+            assert_eq!(waiter.await, Offset(2), "woken once the end moved");
+            assert_ne!(log.end_moved().generation(), seen);
+        });
+    }
+}

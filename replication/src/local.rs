@@ -114,7 +114,8 @@ impl LocalReplica {
         self.state.borrow().check_request_epoch(request)
     }
 
-    /// Bumped whenever the HW moves: long-polling fetches wait on it.
+    /// Bumped whenever the HW moves, and after LeaderAndIsr or a stop (the
+    /// role may have changed): long-polling consumer fetches wait on it.
     pub fn hw_changed(&self) -> &Notify {
         &self.hw_changed
     }
@@ -124,12 +125,17 @@ impl LocalReplica {
         self.state
             .borrow_mut()
             .leader_and_isr(state, log, self.log.as_ref(), now)?;
-        self.run_actions().await
+        let result = self.run_actions().await;
+        // Long-polling fetches look again: they may no longer be served here.
+        self.hw_changed.notify_all();
+        result
     }
 
     pub async fn stop(&self) -> Result<(), ReplicaOpError> {
         self.state.borrow_mut().stop();
-        self.run_actions().await
+        let result = self.run_actions().await;
+        self.hw_changed.notify_all();
+        result
     }
 
     /// A producer's record set: checked, appended in the current epoch, and

@@ -118,6 +118,13 @@ enum Command {
         connections: usize,
         #[arg(long, default_value_t = 16)]
         inflight: usize,
+        /// Which cells to measure.
+        #[arg(long, value_enum, default_value_t = ferrite_bench::matrix::CellSet::All)]
+        cells: ferrite_bench::matrix::CellSet,
+        /// An extra server.properties line for the three brokers, e.g.
+        /// `--broker-config log.write.mode=buffered` (repeatable).
+        #[arg(long, value_name = "KEY=VALUE")]
+        broker_config: Vec<String>,
     },
     /// Loopback TCP bandwidth of this machine.
     Loopback {
@@ -238,6 +245,8 @@ fn main() {
             partitions,
             connections,
             inflight,
+            cells,
+            broker_config,
         } => {
             let ferrite = ferrite.unwrap_or_else(|| {
                 let me = std::env::current_exe().unwrap_or_else(|e| fail("matrix", e));
@@ -250,6 +259,8 @@ fn main() {
                 partitions,
                 connections,
                 inflight,
+                cells,
+                broker_config,
             };
             let cells = ferrite_bench::matrix::run(&cfg).unwrap_or_else(|e| fail("matrix", e));
             println!("{}", ferrite_bench::matrix::table(&cells));

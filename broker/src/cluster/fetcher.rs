@@ -13,14 +13,14 @@ use std::time::Duration;
 use bytes::BytesMut;
 use ferrite_engine::notify::Notify;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
-use ferrite_replication::{Backoff, BrokerId, ReplicationError};
+use ferrite_replication::{Backoff, BrokerId, LocalReplica, ReplicationError};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 use super::replicas::ShardReplicas;
 use super::ClusterShared;
 use crate::client::codec::invalid_data;
 use crate::client::codec::{frame, response_body, response_len};
-use crate::client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition};
+use crate::client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition, ReplicaFetched};
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::offset_for_leader_epoch::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition, OffsetForLeaderTopic,
@@ -326,7 +326,7 @@ async fn fetch(
         })
         .await?;
     let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid_data)?;
-    let mut backoff = false;
+    let mut applies = Vec::with_capacity(fetched.len());
     for p in fetched {
         let tp = TopicPartition::new(p.topic.clone(), p.partition);
         let Some(replica) = replicas.get(&tp) else { continue };
@@ -340,29 +340,37 @@ async fn fetch(
         if asked_at.is_none_or(|q| q.fetch_offset != replica.log().log_end_offset().0) {
             continue;
         }
-        let result = match p.error {
-            0 => {
-                let whole = replica_fetch::whole_batches(&p.records);
-                let records = BytesMut::from(&p.records[..whole]);
-                replica.append_fetched(records, Offset(p.high_watermark)).await
-            }
-            e if e == ErrorCode::OffsetOutOfRange.code() => {
-                replica
-                    .fetch_out_of_range(Offset(p.log_start_offset), Offset(p.high_watermark))
-                    .await
-            }
-            _ => {
-                backoff = true;
-                Ok(())
-            }
-        };
-        if let Err(e) = result {
-            tracing::error!(%tp, error = %e, "applying fetched records");
-            backoff = true;
-        }
+        applies.push(apply(tp, replica, p));
     }
+    // Partitions are independent logs: their appends go to the device side
+    // by side rather than one after another.
+    let outcomes = futures::future::join_all(applies).await;
+    let backoff = outcomes.into_iter().any(|needs_backoff| needs_backoff);
     if backoff {
         glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
     }
     Ok(())
+}
+
+/// Applies one partition of a fetch response; true when the fetcher should
+/// back off (an error the leader sent, or one applying the records).
+async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched) -> bool {
+    let result = match p.error {
+        0 => {
+            let whole = replica_fetch::whole_batches(&p.records);
+            let records = BytesMut::from(&p.records[..whole]);
+            replica.append_fetched(records, Offset(p.high_watermark)).await
+        }
+        e if e == ErrorCode::OffsetOutOfRange.code() => {
+            replica
+                .fetch_out_of_range(Offset(p.log_start_offset), Offset(p.high_watermark))
+                .await
+        }
+        _ => return true,
+    };
+    if let Err(e) = result {
+        tracing::error!(%tp, error = %e, "applying fetched records");
+        return true;
+    }
+    false
 }

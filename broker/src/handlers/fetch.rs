@@ -4,8 +4,9 @@
 //! travel as file regions (a duplicated descriptor, sent later with
 //! sendfile) or cached batches — never copied into the response.
 //!
-//! Long polling: while fewer than `min_bytes` are available the fetch is
-//! retried every `FETCH_POLL_MS` until `max_wait_ms` passes.
+//! Long polling: while fewer than `min_bytes` are available the fetch waits
+//! for a signal from one of its partitions (`fetch_wait.rs`), then reads
+//! again, until `max_wait_ms` passes.
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::rc::Rc;
@@ -14,16 +15,18 @@ use std::time::{Duration, Instant};
 use ferrite_engine::{EngineError, LeaderEpoch, Offset, PartitionLog, ReadRegion, SizeLimit, TopicPartition};
 use ferrite_replication::{BrokerId, RoleKind};
 
+use super::fetch_wait::Watches;
 use crate::error_map;
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::fetch::{encode_response, FetchPartitionResponse, FetchRequest, FetchTopicResponse};
 use crate::protocol::response::{Chunk, FileChunk, ResponseBuilder};
 use crate::shard::BrokerShard;
 
-/// How often a long-polling consumer fetch looks again.
+/// How often a long-polling consumer fetch looks again at partitions owned
+/// by other shards (those on its own shard wake it when they change).
 const FETCH_POLL_MS: u64 = 10;
-/// How often a follower's long-polling fetch looks again: its next fetch is
-/// what moves the high watermark, so acks=all latency waits on this.
+/// The same for a follower's fetch: its next fetch is what moves the high
+/// watermark, so acks=all latency waits on this.
 const REPLICA_FETCH_POLL_MS: u64 = 2;
 /// Largest fetch response, whatever the request asks (Kafka's broker
 /// `fetch.max.bytes` default).
@@ -224,7 +227,13 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
 pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
     let wait = Duration::from_millis((f.max_wait_ms.max(0) as u64).min(shard.config.fetch_wait_ms_max));
     let deadline = Instant::now() + wait;
+    let poll = Duration::from_millis(if f.replica_id >= 0 {
+        REPLICA_FETCH_POLL_MS
+    } else {
+        FETCH_POLL_MS
+    });
     loop {
+        let watches = Watches::take(shard, &f);
         let (topics, bytes, any_error) = fetch_once(shard, &f).await;
         let enough = bytes >= f.min_bytes.max(0) as u64;
         if enough || any_error || Instant::now() >= deadline || shard.stopping.get() {
@@ -232,11 +241,6 @@ pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: b
             return;
         }
         drop(topics);
-        let poll = if f.replica_id >= 0 {
-            REPLICA_FETCH_POLL_MS
-        } else {
-            FETCH_POLL_MS
-        };
-        glommio::timer::sleep(Duration::from_millis(poll)).await;
+        watches.wait(shard, deadline, poll).await;
     }
 }

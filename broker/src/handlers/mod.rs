@@ -3,6 +3,7 @@
 
 mod admin;
 mod fetch;
+mod fetch_wait;
 mod groups;
 mod inter_broker;
 mod list_offsets;
