@@ -59,6 +59,17 @@ fn three_brokers_spread_leaders_replicate_and_fail_over() {
         assert_eq!(error, 0, "acks=all produce {i}");
         acked.push((offset, value.into_bytes()));
     }
+    // ListOffsets: the leader answers with the HW; the followers with
+    // NOT_LEADER_OR_FOLLOWER (6), so clients refresh their metadata.
+    assert_eq!(latest_offset(&leader_addr, "spread", 0), (0, 20));
+    for b in cluster.brokers.iter().filter(|b| b.id != leader_of_0) {
+        assert_eq!(
+            latest_offset(&b.bootstrap(), "spread", 0).0,
+            6,
+            "ListOffsets on follower {}",
+            b.id
+        );
+    }
     // Kill the leader of partition 0: within 10 s another ISR member leads
     // every partition it led, with a higher leader epoch.
     cluster.broker(leader_of_0).kill9();

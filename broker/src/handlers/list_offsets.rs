@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use ferrite_engine::{EngineError, TimestampMs, TopicPartition};
+use ferrite_engine::{LeaderEpoch, TimestampMs, TopicPartition};
 
 use crate::error_map;
 use crate::protocol::errors::ErrorCode;
@@ -14,23 +14,35 @@ use crate::protocol::list_offsets::{
 use crate::protocol::response::ResponseBuilder;
 use crate::shard::BrokerShard;
 
-/// (offset, timestamp) for one query, on the owning shard.
-async fn lookup(shard: &Rc<BrokerShard>, tp: TopicPartition, timestamp: i64) -> Result<(i64, i64), EngineError> {
+/// (offset, timestamp) for one query, on the owning shard. In a cluster
+/// only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere, so clients
+/// refresh their metadata), fenced by the request's leader epoch, and
+/// "latest" is the high watermark (consumers see nothing above it).
+async fn lookup(
+    shard: &Rc<BrokerShard>,
+    tp: TopicPartition,
+    timestamp: i64,
+    current_leader_epoch: Option<LeaderEpoch>,
+) -> Result<(i64, i64), ErrorCode> {
     let owner = shard.owner(&tp);
     shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            // In a cluster only the leader answers, and "latest" is the high
-            // watermark (consumers see nothing above it).
             let (log, end) = match &s.replicas {
                 None => {
-                    let log = s.local_log(&tp).ok_or(EngineError::UnknownPartition { tp })?;
+                    let log = s.local_log(&tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
                     let end = log.log_end_offset();
                     (log, end)
                 }
-                Some(replicas) => match replicas.get(&tp) {
-                    Some(r) if r.role() == ferrite_replication::RoleKind::Leader => (r.log().clone(), r.hw()),
-                    _ => return Err(EngineError::UnknownPartition { tp }),
-                },
+                Some(replicas) => {
+                    let replica = replicas.get(&tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
+                    if replica.role() != ferrite_replication::RoleKind::Leader {
+                        return Err(ErrorCode::NotLeaderOrFollower);
+                    }
+                    replica
+                        .check_request_epoch(current_leader_epoch)
+                        .map_err(|e| error_map::replication(&e))?;
+                    (replica.log().clone(), replica.hw())
+                }
             };
             Ok(match timestamp {
                 EARLIEST => (log.log_start_offset().0, -1),
@@ -39,13 +51,15 @@ async fn lookup(shard: &Rc<BrokerShard>, tp: TopicPartition, timestamp: i64) -> 
                     .max_timestamp()
                     .map(|h| (h.offset.0, h.timestamp.0))
                     .unwrap_or((-1, -1)),
-                ts => match log.offset_for_timestamp(TimestampMs(ts), end).await? {
-                    Some(h) => (h.offset.0, h.timestamp.0),
-                    None => (-1, -1),
+                ts => match log.offset_for_timestamp(TimestampMs(ts), end).await {
+                    Ok(Some(h)) => (h.offset.0, h.timestamp.0),
+                    Ok(None) => (-1, -1),
+                    Err(e) => return Err(error_map::engine(&e)),
                 },
             })
         })
-        .await?
+        .await
+        .map_err(|e| error_map::engine(&e))?
 }
 
 pub async fn list_offsets(
@@ -74,12 +88,14 @@ pub async fn list_offsets(
             } else if p.timestamp < MAX_TIMESTAMP || (p.timestamp == MAX_TIMESTAMP && v < 7) {
                 r.error = ErrorCode::InvalidRequest.code();
             } else {
-                match lookup(shard, TopicPartition::new(t.name.clone(), p.index), p.timestamp).await {
+                let tp = TopicPartition::new(t.name.clone(), p.index);
+                let epoch = (p.current_leader_epoch >= 0).then_some(LeaderEpoch(p.current_leader_epoch));
+                match lookup(shard, tp, p.timestamp, epoch).await {
                     Ok((offset, ts)) => {
                         r.offset = offset;
                         r.timestamp = ts;
                     }
-                    Err(e) => r.error = error_map::engine(&e).code(),
+                    Err(code) => r.error = code.code(),
                 }
             }
             partitions.push(r);

@@ -296,6 +296,21 @@ pub fn produce(bootstrap: &str, topic: &str, partition: i32, acks: i16, value: &
     }
 }
 
+/// ListOffsets "latest" for one partition: (error code, offset).
+pub fn latest_offset(bootstrap: &str, topic: &str, partition: i32) -> (i16, i64) {
+    let Ok(mut c) = Connection::connect(bootstrap, "cluster-test") else {
+        return (-1, -1);
+    };
+    let topics = [(topic.to_string(), vec![partition])];
+    match c.call(2, codec::LIST_OFFSETS_V, |w| codec::list_offsets(w, -1, &topics)) {
+        Ok(mut r) => codec::decode_list_offsets(&mut r)
+            .ok()
+            .and_then(|l| l.first().map(|p| (p.error, p.offset)))
+            .unwrap_or((-1, -1)),
+        Err(_) => (-1, -1),
+    }
+}
+
 /// Every record of partition `partition` from offset 0, as (offset, value);
 /// `None` if the broker answers an error (not the leader yet, say).
 pub fn try_consume_all(bootstrap: &str, topic: &str, partition: i32) -> Option<Vec<(i64, Vec<u8>)>> {
