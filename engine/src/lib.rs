@@ -51,6 +51,7 @@ pub mod segment_appender;
 pub mod segment_load;
 pub mod segment_reader;
 pub mod shard;
+pub mod stall_guard;
 pub mod sys;
 pub mod time_index;
 pub mod truncate;

@@ -213,6 +213,7 @@ async fn run_shard<S: ShardService>(
     inbox: async_channel::Receiver<Job<S>>,
     ready: std::sync::mpsc::Sender<Result<()>>,
 ) {
+    let _stall_guard = crate::stall_guard::guard_current_executor(&format!("shard-{}", id.0));
     let service = match init(id, handle).await {
         Ok(s) => s,
         Err(e) => {

@@ -21,7 +21,14 @@ where
     let ex = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
         .make()
         .expect("executor");
-    ex.run(f())
+    ex.run(async {
+        let guard = ferrite_engine::stall_guard::guard_current_executor("engine-test");
+        let out = f().await;
+        if guard.kicks() > 0 {
+            eprintln!("stall guard: this test's executor was kicked {} times", guard.kicks());
+        }
+        out
+    })
 }
 
 pub fn tp() -> TopicPartition {
