@@ -138,7 +138,10 @@ fn engine_append(cfg: &EngineRunConfig) -> Result<(f64, f64, u64, u64, usize), S
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(100_000),
         ))
-        .spawn(move || async move { engine_append_on_shard(cfg).await })
+        .spawn(move || async move {
+            let _guard = ferrite_engine::stall_guard::guard_current_executor("bench-shard-0");
+            engine_append_on_shard(cfg).await
+        })
         .map_err(|e| e.to_string())?;
     handle.join().map_err(|e| e.to_string())?
 }
