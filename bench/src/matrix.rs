@@ -29,6 +29,9 @@ pub struct MatrixConfig {
     pub connections: usize,
     pub inflight: usize,
     pub cells: CellSet,
+    /// Records per second per cell, all connections together (0: as fast
+    /// as the brokers take them).
+    pub rate: u64,
     /// Extra `server.properties` lines (`key=value`) for the three brokers.
     pub broker_config: Vec<String>,
 }
@@ -234,7 +237,7 @@ fn run_cell(
         connections: cfg.connections,
         duration: Duration::from_secs_f64(cfg.seconds),
         count: 0,
-        rate: 0,
+        rate: cfg.rate,
         fetch_max_bytes: 1 << 20,
         replication_factor: rf,
         topic_configs: configs,

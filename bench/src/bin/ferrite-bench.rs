@@ -121,6 +121,10 @@ enum Command {
         /// Which cells to measure.
         #[arg(long, value_enum, default_value_t = ferrite_bench::matrix::CellSet::All)]
         cells: ferrite_bench::matrix::CellSet,
+        /// Records per second per cell (0: as fast as the brokers take
+        /// them); a low rate measures latency rather than throughput.
+        #[arg(long, default_value_t = 0)]
+        rate: u64,
         /// An extra server.properties line for the three brokers, e.g.
         /// `--broker-config log.write.mode=buffered` (repeatable).
         #[arg(long, value_name = "KEY=VALUE")]
@@ -246,6 +250,7 @@ fn main() {
             connections,
             inflight,
             cells,
+            rate,
             broker_config,
         } => {
             let ferrite = ferrite.unwrap_or_else(|| {
@@ -260,6 +265,7 @@ fn main() {
                 connections,
                 inflight,
                 cells,
+                rate,
                 broker_config,
             };
             let cells = ferrite_bench::matrix::run(&cfg).unwrap_or_else(|e| fail("matrix", e));
