@@ -520,3 +520,76 @@ fn the_cli_preferred_election_and_controlled_shutdown_move_leaders() {
         leaders_of(&observer, "elect", 6).filter(|l| *l == preferred)
     });
 }
+
+/// The coordinator compacts `__consumer_offsets` (deleting whole old
+/// segments, which retention -1 would never delete); its followers follow
+/// its log start and delete theirs too, instead of keeping the history.
+#[test]
+fn followers_follow_the_leaders_log_start_after_offsets_compaction() {
+    use kafka_protocol::messages::{self as km, GroupId, TopicName};
+    let _one = serial();
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            "offsets.topic.num.partitions=1",
+            "offsets.topic.replication.factor=3",
+            "offsets.topic.segment.bytes=4096",
+            "offsets.retention.check.interval.ms=1000",
+        ],
+    );
+    wait_brokers(&cluster, 3);
+    let first = cluster.brokers[0].bootstrap();
+    assert_eq!(create_topic(&first, "t", 4, 1, &[]), 0, "create topic");
+    let coordinator = wait_for("a coordinator", Duration::from_secs(20), || {
+        coordinator_of(&cluster, "g")
+    });
+    let addr = cluster.broker(coordinator).addr();
+    let mut c = common::Client::connect(addr);
+    let mut commit = |i: i64| -> bool {
+        let parts = (0..4)
+            .map(|p| {
+                km::offset_commit_request::OffsetCommitRequestPartition::default()
+                    .with_partition_index(p)
+                    .with_committed_offset(i * 10 + i64::from(p))
+            })
+            .collect();
+        let req = km::OffsetCommitRequest::default()
+            .with_group_id(GroupId(common::s("g")))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![km::offset_commit_request::OffsetCommitRequestTopic::default()
+                .with_name(TopicName(common::s("t")))
+                .with_partitions(parts)]);
+        let r = c.call(&req, 8);
+        r.topics[0].partitions.iter().all(|p| p.error_code == 0)
+    };
+    // The offsets partition may still be loading on its new leader.
+    wait_for("a first commit", Duration::from_secs(20), || commit(0).then_some(()));
+    for i in 1..600i64 {
+        assert!(commit(i), "commit {i}");
+    }
+    // 2400 records, 4 of them live: the leader deletes its old segments.
+    let leader_start = wait_for("compaction on the coordinator", Duration::from_secs(20), || {
+        let mut c = Connection::connect(&cluster.broker(coordinator).bootstrap(), "cluster-test").ok()?;
+        let topics = [("__consumer_offsets".to_string(), vec![0])];
+        let mut r = c
+            .call(2, codec::LIST_OFFSETS_V, |w| codec::list_offsets(w, -2, &topics))
+            .ok()?;
+        let start = codec::decode_list_offsets(&mut r).ok()?.first()?.offset;
+        (start > 2000).then_some(start)
+    });
+    let lowest_segment = |dir: std::path::PathBuf| -> Option<i64> {
+        std::fs::read_dir(dir.join("__consumer_offsets-0"))
+            .ok()?
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".log")?.parse::<i64>().ok()
+            })
+            .min()
+    };
+    for b in cluster.brokers.iter().filter(|b| b.id != coordinator) {
+        let start = wait_for("the follower's log start follows", Duration::from_secs(20), || {
+            lowest_segment(b.data_dir()).filter(|s| *s >= leader_start)
+        });
+        assert!(start >= leader_start, "broker {}: lowest segment {start}", b.id);
+    }
+}

@@ -117,6 +117,18 @@ impl PartitionLog {
         .await
     }
 
+    /// Whether [`PartitionLog::delete_segments_below`] would delete
+    /// anything for `offset` now: the oldest segment is sealed, ends at or
+    /// below `offset`, and the next one starts within the retention limit.
+    /// Cheap; a follower asks on every fetch.
+    pub fn can_delete_below(&self, offset: Offset) -> bool {
+        let segs = self.segments.borrow();
+        let Some(next) = segs.get(1) else { return false };
+        let end = self.log_end_offset();
+        let limit = self.retention_limit.get().map_or(end, |l| l.min(end));
+        segs[0].next_offset() <= offset && next.base() <= limit
+    }
+
     async fn retention_inner(&self) -> Result<RetentionOutcome> {
         self.check_usable()?;
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;

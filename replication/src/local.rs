@@ -217,14 +217,32 @@ impl LocalReplica {
         self.run_actions().await
     }
 
-    /// Records fetched from the leader (empty: nothing new) and its HW.
-    pub async fn append_fetched(&self, records: BytesMut, leader_hw: Offset) -> Result<(), ReplicaOpError> {
+    /// Records fetched from the leader (empty: nothing new), its HW and its
+    /// log start. Like Kafka's followers, a follower follows the leader's
+    /// log start: its segments wholly below it go (what the leader deleted
+    /// by compaction, say, which the follower's own retention would keep).
+    pub async fn append_fetched(
+        &self,
+        records: BytesMut,
+        leader_hw: Offset,
+        leader_log_start: Offset,
+    ) -> Result<(), ReplicaOpError> {
         // Records fetched before a truncation round began are not taken.
         if !self.state.borrow().is_fetching() {
             return Ok(());
         }
         if !records.is_empty() {
             self.log.append(records, AppendMode::Replica).await?;
+        }
+        if self.log.can_delete_below(leader_log_start) {
+            let outcome = self.log.delete_segments_below(leader_log_start).await?;
+            tracing::info!(
+                tp = %self.log.topic_partition(),
+                leader_log_start = leader_log_start.0,
+                log_start = outcome.log_start.0,
+                segments = outcome.segments_deleted,
+                "followed the leader's log start"
+            );
         }
         self.state.borrow_mut().fetched(local_log(&self.log), leader_hw);
         self.run_actions().await

@@ -164,7 +164,8 @@ async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
             } else {
                 BytesMut::new()
             };
-            n.replica.append_fetched(records, grant.hw).await.unwrap();
+            let leader_start = leader.replica.log().log_start_offset();
+            n.replica.append_fetched(records, grant.hw, leader_start).await.unwrap();
         }
     }
 }

@@ -359,7 +359,9 @@ async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched)
         0 => {
             let whole = replica_fetch::whole_batches(&p.records);
             let records = BytesMut::from(&p.records[..whole]);
-            replica.append_fetched(records, Offset(p.high_watermark)).await
+            replica
+                .append_fetched(records, Offset(p.high_watermark), Offset(p.log_start_offset))
+                .await
         }
         e if e == ErrorCode::OffsetOutOfRange.code() => {
             replica
