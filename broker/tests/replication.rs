@@ -236,9 +236,14 @@ fn unclean_election_off_keeps_the_partition_offline_and_on_elects_a_stale_replic
     for topic in ["clean", "unclean"] {
         wait_for("a leader", Duration::from_secs(20), || leaders_of(&first, topic, 1));
     }
+    // A broker restarted by the previous round may answer before its
+    // metadata names the partition (no partitions, an error code): wait.
     let replicas = |at: &str, topic: &str| -> Vec<i32> {
-        let m = metadata(at, topic).expect("metadata");
-        m.topics[0].partitions[0].replicas.clone()
+        wait_for("the partition's replicas", Duration::from_secs(20), || {
+            let m = metadata(at, topic)?;
+            let p = m.topics.first()?.partitions.first()?;
+            (!p.replicas.is_empty()).then(|| p.replicas.clone())
+        })
     };
     // Each topic: stop its follower (the ISR shrinks to the leader), write a
     // record only the leader has, kill the leader, bring the stale follower
@@ -259,7 +264,7 @@ fn unclean_election_off_keeps_the_partition_offline_and_on_elects_a_stale_replic
         cluster.broker(leader).kill9();
         wait_for("the partition offline", Duration::from_secs(20), || {
             let m = metadata(&observer, topic)?;
-            (m.topics[0].partitions[0].leader < 0).then_some(())
+            (m.topics.first()?.partitions.first()?.leader < 0).then_some(())
         });
         cluster.broker(follower).spawn();
         if topic == "clean" {
