@@ -76,6 +76,29 @@ fn still_serves(b: &Broker) {
     assert_eq!(r.error_code, 0);
 }
 
+/// A long-polling fetch naming a negative partition of a topic that does
+/// not exist gets UNKNOWN_TOPIC_OR_PARTITION, and the broker goes on (a
+/// fuzzed input like it panicked a shard once).
+#[test]
+fn a_fetch_for_a_negative_partition_gets_an_error() {
+    let b = Broker::start(&[]);
+    let mut c = Client::connect(b.addr());
+    for partition in [-1, i32::MIN + 4] {
+        let req = km::FetchRequest::default()
+            .with_max_wait_ms(500)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![km::fetch_request::FetchTopic::default()
+                .with_topic(topic("fuzz"))
+                .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                    .with_partition(partition)
+                    .with_partition_max_bytes(1 << 20)])]);
+        let r = c.call(&req, 4);
+        assert_eq!(r.responses[0].partitions[0].error_code, 3, "partition {partition}");
+    }
+    still_serves(&b);
+}
+
 #[test]
 fn malformed_frames_close_the_connection_and_nothing_else() {
     let mut b = Broker::start(&["socket.request.max.bytes=1048576"]);

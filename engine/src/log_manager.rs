@@ -57,7 +57,9 @@ impl LogManagerConfig {
 pub fn shard_for(tp: &TopicPartition, shard_count: usize) -> ShardId {
     assert!(shard_count > 0, "no shards");
     let h = u64::from(crc32c::crc32c(tp.topic.as_bytes()));
-    ShardId(((h + tp.partition as u64) % shard_count as u64) as usize)
+    // Wrapping: a partition number off the wire may be negative (a request
+    // for an unknown partition still asks who would own it).
+    ShardId((h.wrapping_add(tp.partition as u64) % shard_count as u64) as usize)
 }
 
 /// Decides the config of a log found on disk at start.
@@ -323,5 +325,15 @@ mod tests {
         }
         assert_eq!(counts, [16, 16, 16, 16]);
         assert_eq!(shard_for(&TopicPartition::new("t", 3), 1), ShardId(0));
+    }
+
+    /// A negative partition number (off the wire) maps to some shard
+    /// without overflowing (the dispatch fuzzer's Fetch for partition
+    /// 0x80000004 panicked here in a checked build).
+    #[test]
+    fn negative_partitions_map_to_a_shard() {
+        for p in [-1, i32::MIN, i32::MIN + 4] {
+            assert!(shard_for(&TopicPartition::new("fuzz", p), 3).0 < 3);
+        }
     }
 }
