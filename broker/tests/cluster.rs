@@ -167,7 +167,11 @@ fn min_insync_replicas_refuses_acks_all_until_followers_return() {
     assert_eq!(create_topic(&first, "minisr", 1, 3, &[]), 0);
     let leader = wait_for("a leader", Duration::from_secs(20), || leaders_of(&first, "minisr", 1))[0];
     let addr = cluster.broker(leader).bootstrap();
-    assert_eq!(produce(&addr, "minisr", 0, -1, b"before").0, 0);
+    // The leader named in the metadata may not have applied its
+    // LeaderAndIsr yet (UNKNOWN_TOPIC_OR_PARTITION): wait until it takes one.
+    wait_for("the leader taking writes", Duration::from_secs(20), || {
+        (produce(&addr, "minisr", 0, -1, b"before").0 == 0).then_some(())
+    });
     let followers: Vec<i32> = (1..=3).filter(|id| *id != leader).collect();
     for f in &followers {
         cluster.broker(*f).kill9();
@@ -420,6 +424,11 @@ fn a_zookeeper_ensemble_survives_one_server_and_without_quorum_only_leadership_s
     let leaders = wait_for("leaders", Duration::from_secs(20), || leaders_of(&first, "quorum", 3));
     // One ZooKeeper server down: the cluster still works, failover included.
     cluster.zk.servers[0].stop();
+    // When the stopped server led the ensemble the other two elect a new
+    // leader first; the brokers' failover is timed from when ZooKeeper
+    // serves again. (A CI run once timed out below with the brokers unable
+    // to open a session for 30 s; a failure here prints the servers' logs.)
+    cluster.zk.wait_serving(2);
     let victim = leaders[0];
     let survivor = cluster.brokers.iter().find(|b| b.id != victim).unwrap().bootstrap();
     cluster.broker(victim).kill9();
@@ -464,6 +473,7 @@ fn a_zookeeper_ensemble_survives_one_server_and_without_quorum_only_leadership_s
     );
     // Quorum back: the partition gets a live leader.
     cluster.zk.servers[1].start();
+    cluster.zk.wait_serving(2);
     wait_for("a new leader once the quorum is back", Duration::from_secs(40), || {
         leaders_of(&other, "quorum", 3).filter(|l| l[0] != l0)
     });

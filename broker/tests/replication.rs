@@ -159,7 +159,11 @@ fn lagging_followers_then_leader_dies(acks: i16) -> (Vec<Rec>, Vec<Rec>) {
     assert_eq!(create_topic(&first, "lag", 1, 3, &[]), 0);
     let leader = wait_for("a leader", Duration::from_secs(20), || leaders_of(&first, "lag", 1))[0];
     let addr = cluster.broker(leader).bootstrap();
-    assert_eq!(produce(&addr, "lag", 0, -1, b"committed").0, 0);
+    // The leader named in the metadata may not have applied its
+    // LeaderAndIsr yet: wait until it takes a write.
+    wait_for("the leader taking writes", Duration::from_secs(20), || {
+        (produce(&addr, "lag", 0, -1, b"committed").0 == 0).then_some(())
+    });
     let followers: Vec<i32> = (1..=3).filter(|id| *id != leader).collect();
     for f in &followers {
         cluster.broker(*f).pause();

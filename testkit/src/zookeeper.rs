@@ -17,6 +17,13 @@ use crate::free_port;
 /// Where Debian puts the server classes.
 const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 const CONF_DIR: &str = "/etc/zookeeper/conf";
+/// slf4j's simple logger (Debian's libslf4j-java, which the zookeeper package
+/// pulls in): without a binding on the class path the server logs nothing,
+/// and a failing ensemble test would have no server side to read.
+const SLF4J_SIMPLE_JAR: &str = "/usr/share/java/slf4j-simple.jar";
+
+/// How much of a server's log a failing test prints.
+const LOG_TAIL_LINES: usize = 60;
 
 /// How long a server may take to answer after it starts.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -68,10 +75,16 @@ impl ZkServer {
     pub fn start(&mut self) {
         assert!(self.child.is_none(), "already running");
         let log = std::fs::File::create(self.dir.path().join("server.log")).expect("log");
-        let classpath = format!("{CONF_DIR}:{ZOOKEEPER_JAR}");
+        let mut classpath = format!("{CONF_DIR}:{ZOOKEEPER_JAR}");
+        if std::path::Path::new(SLF4J_SIMPLE_JAR).exists() {
+            classpath.push(':');
+            classpath.push_str(SLF4J_SIMPLE_JAR);
+        }
         let child = Command::new("java")
             .args([
                 "-Xmx256m",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
                 "-cp",
                 &classpath,
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",
@@ -124,6 +137,17 @@ impl ZkServer {
 impl Drop for ZkServer {
     fn drop(&mut self) {
         self.stop();
+        if std::thread::panicking() {
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(LOG_TAIL_LINES).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            eprintln!(
+                "--- ZooKeeper server on port {} (last {} lines) ---\n{}",
+                self.client_port,
+                tail.len(),
+                tail.join("\n")
+            );
+        }
     }
 }
 
