@@ -54,8 +54,18 @@ fn election_epoch_guard_and_conditional_state_writes() {
 
         let guard_a = a.try_elect(BrokerId(1)).await.unwrap().expect("first controller");
         assert_eq!(guard_a.epoch, ControllerEpoch(1));
+        assert_eq!(
+            a.controller_epoch().await.unwrap(),
+            Some((ControllerEpoch(1), guard_a.version)),
+            "the guard holds the epoch znode's version"
+        );
         assert!(b.try_elect(BrokerId(2)).await.unwrap().is_none());
         assert_eq!(b.controller().await.unwrap(), Some(BrokerId(1)));
+        assert_eq!(
+            b.controller_epoch().await.unwrap(),
+            Some((ControllerEpoch(1), guard_a.version)),
+            "a lost election moves no epoch"
+        );
 
         let tp = TopicPartition::new("t", 0);
         let state = PartitionState::initial(Some(BrokerId(1)), vec![BrokerId(1), BrokerId(2)], guard_a.epoch);

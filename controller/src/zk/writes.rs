@@ -1,13 +1,13 @@
 //! Controller election and the controller's writes. Winning the election
-//! means creating the ephemeral `/controller` and then moving
-//! `/controller_epoch` up by one with a write conditional on its version.
+//! means creating the ephemeral `/controller` and moving `/controller_epoch`
+//! up by one, in one multi-op conditional on the epoch's version.
 //! Every later controller write is a multi-op that first checks that
 //! version ([`EpochGuard`]): once another broker has become controller and
 //! moved the epoch on, the deposed one's writes fail as a whole
 //! ([`ControllerError::NotController`]).
 
 use ferrite_engine::types::TopicPartition;
-use zookeeper_client::{CheckWriteError, Error as ZkError, MultiWriteResult};
+use zookeeper_client::{CheckWriteError, Error as ZkError, MultiWriteError, MultiWriteResult};
 
 use super::store::{bad, zk_err, ZkStore, EPHEMERAL, PERSISTENT};
 use super::{json, paths};
@@ -45,42 +45,61 @@ impl ZkStore {
     }
 
     /// Tries to become controller. `None`: another broker is.
+    ///
+    /// `/controller` is created and `/controller_epoch` bumped in one
+    /// multi-op conditional on the epoch's version (as Kafka does since
+    /// KAFKA-6082), so nobody sees the new controller beside the old epoch,
+    /// and two brokers racing cannot both bump it.
     pub async fn try_elect(&self, id: BrokerId) -> Result<Option<EpochGuard>> {
-        match self
-            .client
-            .create(paths::CONTROLLER, &json::encode_controller(id), &EPHEMERAL)
-            .await
-        {
-            Ok(_) => {}
-            Err(ZkError::NodeExists) => return Ok(None),
-            Err(e) => return Err(zk_err("create", paths::CONTROLLER)(e)),
-        }
         loop {
-            let attempt = match self.controller_epoch().await? {
-                None => {
-                    let data = json::encode_controller_epoch(ControllerEpoch(1));
-                    let created = self.client.create(paths::CONTROLLER_EPOCH, &data, &PERSISTENT).await;
-                    created.map(|(stat, _)| (ControllerEpoch(1), stat.version))
-                }
-                Some((epoch, version)) => {
-                    let next = epoch.next();
-                    let data = json::encode_controller_epoch(next);
-                    let set = self
-                        .client
-                        .set_data(paths::CONTROLLER_EPOCH, &data, Some(version.0))
-                        .await;
-                    set.map(|stat| (next, stat.version))
+            if self.controller().await?.is_some() {
+                return Ok(None);
+            }
+            let Some((epoch, version)) = self.controller_epoch().await? else {
+                // The first election: the epoch starts at 0, so the first
+                // controller's is 1.
+                let data = json::encode_controller_epoch(ControllerEpoch(0));
+                match self.client.create(paths::CONTROLLER_EPOCH, &data, &PERSISTENT).await {
+                    Ok(_) | Err(ZkError::NodeExists) => continue,
+                    Err(e) => return Err(zk_err("create", paths::CONTROLLER_EPOCH)(e)),
                 }
             };
-            match attempt {
-                Ok((epoch, version)) => {
-                    tracing::info!(broker = id.0, %epoch, "became controller");
-                    let version = ZkVersion(version);
-                    return Ok(Some(EpochGuard { epoch, version }));
+            let next = epoch.next();
+            let mut multi = self.client.new_multi_writer();
+            multi
+                .add_create(paths::CONTROLLER, &json::encode_controller(id), &EPHEMERAL)
+                .map_err(zk_err("prepare", paths::CONTROLLER))?;
+            multi
+                .add_set_data(
+                    paths::CONTROLLER_EPOCH,
+                    &json::encode_controller_epoch(next),
+                    Some(version.0),
+                )
+                .map_err(zk_err("prepare", paths::CONTROLLER_EPOCH))?;
+            match multi.commit().await {
+                Ok(results) => {
+                    let Some(MultiWriteResult::SetData { stat }) = results.get(1) else {
+                        return Err(zk_err("elect", paths::CONTROLLER_EPOCH)(ZkError::UnexpectedError(
+                            "the multi-op did not answer the epoch's new version".to_string(),
+                        )));
+                    };
+                    tracing::info!(broker = id.0, epoch = %next, "became controller");
+                    return Ok(Some(EpochGuard {
+                        epoch: next,
+                        version: ZkVersion(stat.version),
+                    }));
                 }
-                // A deposed controller's late write raced ours: read again.
-                Err(ZkError::NodeExists | ZkError::BadVersion) => continue,
-                Err(e) => return Err(zk_err("bump", paths::CONTROLLER_EPOCH)(e)),
+                // Another broker is controller.
+                Err(MultiWriteError::OperationFailed {
+                    source: ZkError::NodeExists,
+                    ..
+                }) => return Ok(None),
+                // The epoch moved under us (an election raced ours): read again.
+                Err(MultiWriteError::OperationFailed {
+                    source: ZkError::BadVersion,
+                    ..
+                }) => continue,
+                Err(e) => return Err(zk_err("elect", paths::CONTROLLER)(e.into())),
             }
         }
     }
