@@ -133,6 +133,9 @@ pub struct PartitionLog {
     /// Signalled whenever the log end moves up: long-polling fetches of
     /// this partition wait on it instead of polling.
     pub(crate) end_moved: crate::notify::Notify,
+    /// Signalled whenever an append reserves bytes: followers' long polls
+    /// wait on it, since they may read batches not yet written.
+    pub(crate) reserved_moved: crate::notify::Notify,
 }
 
 impl PartitionLog {
@@ -161,6 +164,17 @@ impl PartitionLog {
     /// read its generation, check the end, then wait for a change.
     pub fn end_moved(&self) -> &crate::notify::Notify {
         &self.end_moved
+    }
+
+    /// The signal of an append reserving bytes (the reserved end moving up).
+    pub fn reserved_moved(&self) -> &crate::notify::Notify {
+        &self.reserved_moved
+    }
+
+    /// The offset after the last batch appended, written or not: what a
+    /// follower may read from the cache ([`PartitionLog::read_for_replica`]).
+    pub fn reserved_end_offset(&self) -> Offset {
+        self.active().next_offset()
     }
 
     /// Moves the log end up to `end` (never down) and wakes what waits on
@@ -608,6 +622,7 @@ impl PartitionLog {
         };
         let end_pos = appender.reserve(bytes, info.next_offset);
         assert!(end_pos == meta.size, "appender and segment disagree on the size");
+        self.reserved_moved.notify_all();
         (info, appender, end_pos)
     }
 
@@ -652,3 +667,7 @@ impl PartitionLog {
         cp.store(&self.dir).await
     }
 }
+
+#[cfg(test)]
+#[path = "log_tests.rs"]
+mod tests;

@@ -92,6 +92,10 @@ impl LogRead {
     }
 }
 
+/// Longest a follower's read waits for the write of a reserved batch the
+/// cache does not hold.
+const UNCACHED_WAIT_MAX: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Largest decompressed batch the timestamp look-up will inflate.
 pub const DECOMPRESSED_BYTES_MAX: usize = 64 << 20;
 
@@ -150,6 +154,63 @@ impl PartitionLog {
                     }
                 }
             }
+        }
+    }
+
+    /// Reads for a follower: like [`PartitionLog::read`] up to the log end,
+    /// and beyond it up to the reserved end from the cache, so that
+    /// followers fetch a batch while the leader's own write of it is still
+    /// under way (Kafka's leader hands followers what is in its page cache
+    /// as soon as it is there; the follower's LEO, and so the HW, still
+    /// counts only what the follower has written).
+    pub async fn read_for_replica(&self, from: Offset, max_bytes: usize, limit: SizeLimit) -> Result<LogRead> {
+        let (log_start, end) = {
+            let o = self.offsets.borrow();
+            (o.log_start(), o.end())
+        };
+        let reserved = self.reserved_end_offset();
+        if from < log_start || from > reserved {
+            return Err(EngineError::OffsetOutOfRange {
+                tp: self.tp.clone(),
+                requested: from,
+                log_start,
+                log_end: end,
+            });
+        }
+        let at_least_one = limit == SizeLimit::AtLeastOneBatch;
+        if let Some(hit) = self.cache.borrow().read(from, max_bytes, reserved, at_least_one) {
+            if !hit.batches.is_empty() {
+                return Ok(LogRead {
+                    first_offset: hit.first_offset,
+                    next_offset: hit.next_offset,
+                    bytes: hit.bytes as u64,
+                    region: ReadRegion::Cached(hit.batches),
+                });
+            }
+        }
+        if from >= end && from < reserved {
+            // Reserved but not in the cache (a batch larger than the cache,
+            // or evicted): it is being written; wait for that, briefly.
+            self.wait_end_past(from, UNCACHED_WAIT_MAX).await;
+        }
+        let end = self.log_end_offset();
+        if from >= end {
+            return Ok(LogRead::empty(from));
+        }
+        self.read(from, max_bytes, end, limit).await
+    }
+
+    /// Waits until the log end passes `offset`, or for `limit` at most (a
+    /// failed write never moves it).
+    async fn wait_end_past(&self, offset: Offset, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let seen = self.end_moved.generation();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if self.log_end_offset() > offset || left.is_zero() || self.check_usable().is_err() {
+                return;
+            }
+            futures_lite::future::or(self.end_moved.changed_since(seen), glommio::timer::sleep(left)).await;
         }
     }
 

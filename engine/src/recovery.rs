@@ -197,6 +197,7 @@ impl PartitionLog {
             epoch_file_lock: Semaphore::new(1),
             producers: std::cell::RefCell::new(producers),
             end_moved: crate::notify::Notify::new(),
+            reserved_moved: crate::notify::Notify::new(),
         });
         log.write_checkpoint(Shutdown::Unclean).await?;
         tracing::info!(tp = %log.tp, ?report, log_start = %log_start, log_end = %end, "opened log");

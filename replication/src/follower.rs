@@ -65,10 +65,15 @@ impl PartitionReplica {
         });
     }
 
-    /// The leader's answer to the [`Action::AskEpochEnd`] for `asked`.
+    /// The leader's answer to the [`Action::AskEpochEnd`] for `asked`,
+    /// sent while this replica's leader epoch was `asked_in`. An answer to a
+    /// question put in an older epoch is dropped: it came from an earlier
+    /// leader (or the same one before it led again), and the LeaderAndIsr
+    /// that moved the epoch on asked again.
     pub fn epoch_end_received(
         &mut self,
         asked: LeaderEpoch,
+        asked_in: LeaderEpoch,
         answer: Result<Option<(LeaderEpoch, Offset)>, ReplicationError>,
         history: &dyn EpochHistory,
     ) {
@@ -79,7 +84,7 @@ impl PartitionReplica {
         else {
             return;
         };
-        if waiting_for != asked {
+        if waiting_for != asked || asked_in != self.epoch {
             return;
         }
         match answer {

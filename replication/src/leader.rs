@@ -130,11 +130,15 @@ impl PartitionReplica {
     }
 
     /// A follower fetches from `fetch_offset`: it holds everything below.
+    /// `readable_end` (at or above the LEO) is where the leader's appends
+    /// end, written or not: a follower may have read batches the leader is
+    /// still writing, so its fetch offset may pass the leader's LEO.
     pub fn replica_fetch(
         &mut self,
         follower: BrokerId,
         fetch_offset: Offset,
         current_epoch: Option<LeaderEpoch>,
+        readable_end: Offset,
         now: MonoMs,
     ) -> Result<ReplicaFetchGrant> {
         self.leader_state("replica fetch")?;
@@ -146,7 +150,7 @@ impl PartitionReplica {
             });
         }
         let (log_start, leo) = (self.offsets.log_start(), self.offsets.leo());
-        if fetch_offset < log_start || fetch_offset > leo {
+        if fetch_offset < log_start || fetch_offset > leo.max(readable_end) {
             return Err(ReplicationError::OffsetOutOfRange {
                 tp: self.tp.clone(),
                 offset: fetch_offset,

@@ -187,10 +187,13 @@ impl LocalReplica {
         now: MonoMs,
     ) -> Result<ReplicaFetchGrant, ReplicaOpError> {
         self.state.borrow_mut().appended(local_log(&self.log));
-        let grant = self
-            .state
-            .borrow_mut()
-            .replica_fetch(follower, fetch_offset, current_epoch, now);
+        let grant = self.state.borrow_mut().replica_fetch(
+            follower,
+            fetch_offset,
+            current_epoch,
+            self.log.reserved_end_offset(),
+            now,
+        );
         self.run_actions().await?;
         Ok(grant?)
     }
@@ -206,14 +209,17 @@ impl LocalReplica {
             .answer_epoch_end(current_epoch, requested, self.log.as_ref())
     }
 
+    /// `asked_in`: this replica's leader epoch when the question was sent
+    /// (the request's current leader epoch).
     pub async fn epoch_end_received(
         &self,
         asked: LeaderEpoch,
+        asked_in: LeaderEpoch,
         answer: Result<Option<(LeaderEpoch, Offset)>, ReplicationError>,
     ) -> Result<(), ReplicaOpError> {
         self.state
             .borrow_mut()
-            .epoch_end_received(asked, answer, self.log.as_ref());
+            .epoch_end_received(asked, asked_in, answer, self.log.as_ref());
         self.run_actions().await
     }
 

@@ -137,9 +137,9 @@ async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
                             .unwrap();
                     }
                     Call::AskEpochEnd { leader, epoch } => {
-                        let current = Some(n.replica.leader_epoch());
-                        let answer = by_id(leader).replica.answer_epoch_end(current, epoch);
-                        n.replica.epoch_end_received(epoch, answer).await.unwrap();
+                        let current = n.replica.leader_epoch();
+                        let answer = by_id(leader).replica.answer_epoch_end(Some(current), epoch);
+                        n.replica.epoch_end_received(epoch, current, answer).await.unwrap();
                     }
                     Call::Start(leader) => *n.fetching.borrow_mut() = Some(leader),
                     Call::Stop => *n.fetching.borrow_mut() = None,

@@ -42,6 +42,7 @@ fn acks_all_records_survive_crashes_cut_offs_and_failovers() {
                     total.isolations += s.isolations;
                     total.truncations += s.truncations;
                     total.not_enough_replicas += s.not_enough_replicas;
+                    total.read_ahead += s.read_ahead;
                 }
                 Err(msg) => panic!("seed={seed} min.insync.replicas={min_isr}: {msg}\nreplay: FERRITE_SIM_SEED={seed} cargo test -p ferrite-replication --test sim"),
             }
@@ -54,6 +55,10 @@ fn acks_all_records_survive_crashes_cut_offs_and_failovers() {
             "{total:?}"
         );
         assert!(total.truncations > 0, "no follower ever truncated: {total:?}");
+        assert!(
+            total.read_ahead > 0,
+            "no follower read what its leader had not written: {total:?}"
+        );
     }
 }
 

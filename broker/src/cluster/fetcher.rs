@@ -231,8 +231,12 @@ async fn epoch_queries(
     asks: Vec<(TopicPartition, (LeaderEpoch, Backoff))>,
 ) -> std::io::Result<()> {
     let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    // Each partition's leader epoch as asked in: an answer that returns
+    // after a LeaderAndIsr moved it on is dropped by the replica.
+    let mut asked_in = BTreeMap::new();
     for (tp, (epoch, _)) in &asks {
         let current = replicas.get(tp).map_or(LeaderEpoch::NONE, |r| r.leader_epoch());
+        asked_in.insert(tp.clone(), current);
         let p = OffsetForLeaderPartition {
             partition: tp.partition,
             current_leader_epoch: current,
@@ -275,7 +279,8 @@ async fn epoch_queries(
                     op: "offset for leader epoch",
                 })
             };
-            if let Err(e) = replica.epoch_end_received(*asked, answer).await {
+            let current = asked_in.get(&tp).copied().unwrap_or(LeaderEpoch::NONE);
+            if let Err(e) = replica.epoch_end_received(*asked, current, answer).await {
                 tracing::error!(%tp, error = %e, "after an epoch query");
             }
         }
@@ -288,7 +293,8 @@ async fn epoch_queries(
                     tp: tp.clone(),
                     op: "offset for leader epoch",
                 });
-                let _ = replica.epoch_end_received(asked, err).await;
+                let current = asked_in.get(&tp).copied().unwrap_or(LeaderEpoch::NONE);
+                let _ = replica.epoch_end_received(asked, current, err).await;
             }
         }
     }

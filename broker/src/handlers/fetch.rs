@@ -118,7 +118,11 @@ async fn read_on_owner(
             } else {
                 SizeLimit::Strict
             };
-            let read = log.read(Offset(offset), max, upper, limit).await;
+            let read = if who.replica.is_some() && s.replicas.is_some() {
+                log.read_for_replica(Offset(offset), max, limit).await
+            } else {
+                log.read(Offset(offset), max, upper, limit).await
+            };
             let read = match read {
                 Ok(r) => r,
                 Err(e) => return Ok::<_, EngineError>((Err(error_map::engine(&e)), hw.0, start)),

@@ -3,8 +3,11 @@
 //! broker stops — Kafka's fetch purgatory, keyed by partition.
 //!
 //! What signals a partition owned by the fetch's own shard:
-//! - a follower's fetch, or any fetch on a standalone broker: the log end
-//!   moving ([`PartitionLog::end_moved`]);
+//! - a follower's fetch in a cluster: an append reserving bytes
+//!   ([`PartitionLog::reserved_moved`]), since followers may read batches
+//!   whose write is still under way ([`PartitionLog::read_for_replica`]);
+//! - any fetch on a standalone broker: the log end moving
+//!   ([`PartitionLog::end_moved`]);
 //! - a consumer's fetch in a cluster: the high watermark moving
 //!   ([`LocalReplica::hw_changed`]), since consumers read only below it.
 //!
@@ -29,6 +32,7 @@ use crate::shard::BrokerShard;
 
 enum Signal {
     LogEnd(Rc<PartitionLog>),
+    Reserved(Rc<PartitionLog>),
     HighWatermark(Rc<LocalReplica>),
 }
 
@@ -36,6 +40,7 @@ impl Signal {
     fn notify(&self) -> &ferrite_engine::notify::Notify {
         match self {
             Signal::LogEnd(log) => log.end_moved(),
+            Signal::Reserved(log) => log.reserved_moved(),
             Signal::HighWatermark(replica) => replica.hw_changed(),
         }
     }
@@ -68,7 +73,7 @@ impl Watches {
                     None => shard.local_log(&tp).map(Signal::LogEnd),
                     Some(replicas) => replicas.get(&tp).map(|r| {
                         if follower {
-                            Signal::LogEnd(r.log().clone())
+                            Signal::Reserved(r.log().clone())
                         } else {
                             Signal::HighWatermark(r)
                         }

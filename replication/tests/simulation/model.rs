@@ -38,20 +38,52 @@ pub struct Rec {
 }
 
 /// A replica's log: records at offsets 0.., and its epoch history.
+///
+/// A leader's appends are written later (the engine's group write): the
+/// records at and above `written` are appended, readable by followers (as
+/// the engine's cache serves them), not yet in the kernel, and lost when
+/// the broker crashes.
 #[derive(Clone, Debug, Default)]
 pub struct ModelLog {
     pub records: Vec<Rec>,
     pub epochs: Vec<(LeaderEpoch, Offset)>,
+    pub written: usize,
 }
 
 impl ModelLog {
+    /// The log end offset: what is written.
     pub fn end(&self) -> Offset {
+        Offset(self.written as i64)
+    }
+
+    /// Where the appends end, written or not.
+    pub fn appended_end(&self) -> Offset {
         Offset(self.records.len() as i64)
     }
 
+    /// Appends a record that is written later ([`ModelLog::complete_writes`]).
     pub fn append(&mut self, rec: Rec) {
-        self.assign(rec.epoch, self.end());
+        self.assign(rec.epoch, self.appended_end());
         self.records.push(rec);
+    }
+
+    /// Appends a record and writes it (a follower's append, which ends
+    /// before its next fetch).
+    pub fn append_written(&mut self, rec: Rec) {
+        self.append(rec);
+        self.complete_writes();
+    }
+
+    /// Every append so far is written. True if that moved the end.
+    pub fn complete_writes(&mut self) -> bool {
+        let moved = self.written < self.records.len();
+        self.written = self.records.len();
+        moved
+    }
+
+    /// A crash: what was not written is gone.
+    pub fn lose_unwritten(&mut self) {
+        self.truncate(self.end());
     }
 
     /// Kafka's epoch cache `assign`: a newer epoch starts here.
@@ -66,6 +98,7 @@ impl ModelLog {
     pub fn truncate(&mut self, offset: Offset) {
         let keep = (offset.0.max(0) as usize).min(self.records.len());
         self.records.truncate(keep);
+        self.written = self.written.min(keep);
         self.epochs.retain(|(_, s)| s.0 < offset.0);
     }
 }

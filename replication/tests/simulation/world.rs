@@ -2,8 +2,10 @@
 //! [`PartitionReplica`] state machine on each broker, driven over a simulated
 //! network (delays, reordering, lost connections), a simulated ZooKeeper
 //! (the partition state znode with conditional writes) and a controller
-//! that elects cleanly from the ISR, as ours does. Brokers crash (kill -9:
-//! the log survives, the state does not), restart, and get cut off (their
+//! that elects cleanly from the ISR, as ours does. A leader's appends are
+//! written some steps later (the engine's group write) and followers may
+//! read them before that. Brokers crash (kill -9: the written log survives,
+//! the unwritten tail and the state do not), restart, and get cut off (their
 //! ZooKeeper session expires while they keep running and keep taking
 //! produce requests from clients that can still reach them).
 //!
@@ -65,6 +67,9 @@ struct Broker {
     fetch_in_flight: bool,
     /// Waiting acks=all produces: id → (offset, value).
     waiting: BTreeMap<WaiterId, (Offset, u64)>,
+    /// acks=1 answers (counted only by the negative control) waiting for
+    /// the leader's write: (offset, value).
+    leader_acks: Vec<(Offset, u64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +93,8 @@ enum Msg {
     },
     EpochResp {
         asked: LeaderEpoch,
+        /// The follower's leader epoch when it asked.
+        asked_in: LeaderEpoch,
         result: Result<Option<(LeaderEpoch, Offset)>, ReplicationError>,
     },
     IsrWrite {
@@ -139,6 +146,8 @@ pub struct Stats {
     pub isolations: u64,
     pub truncations: u64,
     pub not_enough_replicas: u64,
+    /// Fetch responses that carried records the leader had not written yet.
+    pub read_ahead: u64,
 }
 
 fn tp() -> TopicPartition {
@@ -158,6 +167,7 @@ impl World {
                 fetching_from: None,
                 fetch_in_flight: false,
                 waiting: BTreeMap::new(),
+                leader_acks: Vec::new(),
             })
             .collect();
         let mut w = World {
@@ -283,6 +293,9 @@ impl World {
         let now = MonoMs(self.now);
         match msg {
             Msg::LeaderAndIsr(state) => {
+                // A role change waits for the appends before it (the
+                // engine's drain of reserved bytes).
+                self.writes_complete(to);
                 let b = self.broker(to);
                 let log = local(&b.log);
                 let Some(r) = b.replica.as_mut() else { return };
@@ -306,11 +319,21 @@ impl World {
             } => {
                 let b = self.broker(to);
                 let Some(r) = b.replica.as_mut() else { return };
-                let result = r.replica_fetch(follower, offset, Some(epoch), now).map(|grant| {
-                    let from = offset.0 as usize;
-                    let to = (from + FETCH_RECORDS_MAX).min(b.log.records.len());
-                    (b.log.records[from..to].to_vec(), grant.hw)
-                });
+                // Followers read the leader's appends whether written yet or
+                // not (the engine serves them from its cache).
+                let appended = b.log.appended_end();
+                let written = b.log.written;
+                let result = r
+                    .replica_fetch(follower, offset, Some(epoch), appended, now)
+                    .map(|grant| {
+                        let from = offset.0 as usize;
+                        let to = (from + FETCH_RECORDS_MAX).min(b.log.records.len());
+                        (b.log.records[from..to].to_vec(), grant.hw, to > written)
+                    });
+                if matches!(result, Ok((_, _, true))) {
+                    self.stats.read_ahead += 1;
+                }
+                let result = result.map(|(records, hw, _)| (records, hw));
                 let msg = Msg::FetchResp {
                     leader: to,
                     offset,
@@ -333,12 +356,21 @@ impl World {
                 let b = self.broker(to);
                 let Some(r) = b.replica.as_ref() else { return };
                 let result = r.answer_epoch_end(Some(current), asked, &b.log);
-                self.send(to, Dest::Broker(follower), Msg::EpochResp { asked, result }, 0);
+                let resp = Msg::EpochResp {
+                    asked,
+                    asked_in: current,
+                    result,
+                };
+                self.send(to, Dest::Broker(follower), resp, 0);
             }
-            Msg::EpochResp { asked, result } => {
+            Msg::EpochResp {
+                asked,
+                asked_in,
+                result,
+            } => {
                 let b = self.broker(to);
                 let Some(r) = b.replica.as_mut() else { return };
-                r.epoch_end_received(asked, result, &b.log);
+                r.epoch_end_received(asked, asked_in, result, &b.log);
             }
             Msg::IsrResp { leader_epoch, outcome } => {
                 let b = self.broker(to);
@@ -371,7 +403,7 @@ impl World {
         match result {
             Ok((records, hw)) => {
                 for rec in records {
-                    b.log.append(rec);
+                    b.log.append_written(rec);
                 }
                 r.fetched(local(&b.log), hw);
             }
@@ -510,7 +542,7 @@ impl World {
             epoch: r.leader_epoch(),
             value,
         };
-        let offset = b.log.end();
+        let offset = b.log.appended_end();
         b.log.append(rec);
         r.appended(local(&b.log));
         let mut acked_now = None;
@@ -522,11 +554,29 @@ impl World {
                 }
                 Err(_) => {}
             },
-            Acks::Leader if must_survive => acked_now = Some((offset, value)),
+            // acks=1 is answered once the leader's write is done.
+            Acks::Leader if must_survive => b.leader_acks.push((offset, value)),
             Acks::Leader | Acks::None => {}
         }
         self.run_actions(leader);
         if let Some((offset, value)) = acked_now {
+            self.ack(offset, value);
+        }
+    }
+
+    /// A broker's pending writes complete: its log end moves over them,
+    /// which may move the HW, and acks=1 answers go out.
+    fn writes_complete(&mut self, id: BrokerId) {
+        let b = self.broker(id);
+        if b.up == Up::Crashed || !b.log.complete_writes() {
+            return;
+        }
+        if let Some(r) = b.replica.as_mut() {
+            r.appended(local(&b.log));
+        }
+        let answers = std::mem::take(&mut b.leader_acks);
+        self.run_actions(id);
+        for (offset, value) in answers {
             self.ack(offset, value);
         }
     }
@@ -591,6 +641,8 @@ impl World {
         b.up = Up::Crashed;
         b.incarnation += 1;
         b.replica = None;
+        b.log.lose_unwritten();
+        b.leader_acks.clear();
         self.stats.crashes += 1;
         self.controller_broker_gone(id);
     }
@@ -624,7 +676,11 @@ impl World {
     /// One random step.
     pub fn step(&mut self) {
         match self.rng.below(100) {
-            0..=29 => {
+            0..=4 => {
+                let id = BROKERS[self.rng.below(3) as usize];
+                self.writes_complete(id);
+            }
+            5..=29 => {
                 if !self.deliver_one() {
                     let ms = 1 + self.rng.below(20);
                     self.advance(ms);
@@ -657,6 +713,7 @@ impl World {
                 return;
             }
             for id in BROKERS {
+                self.writes_complete(id);
                 self.send_fetch(id);
             }
             while self.deliver_one() {}

@@ -1,0 +1,139 @@
+//! Reads of batches reserved but not yet written: the state between an
+//! append's reservation and the end of its write, held here by reserving
+//! without writing.
+
+use std::rc::Rc;
+
+use bytes::BytesMut;
+
+use crate::batch::build_batch;
+use crate::clock::SystemClock;
+use crate::error::EngineError;
+use crate::log::{AppendMode, PartitionLog};
+use crate::log_config::LogConfig;
+use crate::log_read::{ReadRegion, SizeLimit};
+use crate::recovery::{OpenParams, Repair};
+use crate::segment_appender::WriteMode;
+use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
+
+const LEADER: AppendMode = AppendMode::Leader { epoch: LeaderEpoch(0) };
+
+fn batch(value: &[u8]) -> BytesMut {
+    BytesMut::from(&build_batch(Offset(0), TimestampMs(0), &[value])[..])
+}
+
+fn run<T>(f: impl std::future::Future<Output = T>) -> T {
+    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+        .make()
+        .expect("executor")
+        .run(f)
+}
+
+async fn open(dir: &std::path::Path, config: LogConfig) -> Rc<PartitionLog> {
+    PartitionLog::open(OpenParams {
+        tp: TopicPartition::new("t", 0),
+        dir: dir.to_path_buf(),
+        config,
+        mode: WriteMode::Direct,
+        clock: Rc::new(SystemClock),
+        repair: Repair::Refuse,
+    })
+    .await
+    .expect("open")
+}
+
+/// Reserves `records` the way an append does, without writing them.
+fn reserve_only(log: &PartitionLog, records: BytesMut) {
+    let batches = log.validate_record_set(&records, LEADER).expect("valid");
+    let _ = log.reserve(records, &batches, LEADER);
+}
+
+#[test]
+fn a_follower_reads_what_is_reserved_and_a_consumer_only_what_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run(async {
+        let log = open(dir.path(), LogConfig::default()).await;
+        log.append(batch(b"written"), LEADER).await.expect("append");
+        let seen = log.reserved_moved().generation();
+        reserve_only(&log, batch(b"reserved"));
+        assert_ne!(log.reserved_moved().generation(), seen, "a reservation signals");
+        assert_eq!(log.log_end_offset(), Offset(1));
+        assert_eq!(log.reserved_end_offset(), Offset(2));
+
+        // A consumer (bounded by the log end) sees only the written batch.
+        let consumer = log
+            .read(Offset(0), 1 << 20, Offset(i64::MAX), SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert_eq!(consumer.next_offset, Offset(1));
+
+        // A follower gets both, from the cache.
+        let follower = log
+            .read_for_replica(Offset(0), 1 << 20, SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert_eq!(follower.next_offset, Offset(2));
+        assert!(matches!(follower.region, ReadRegion::Cached(ref b) if b.len() == 2));
+        let bytes = follower.to_vec().await.expect("bytes");
+        assert!(bytes.windows(8).any(|w| w == b"reserved"));
+
+        // From the reserved end: nothing yet; past it: out of range.
+        let at_end = log
+            .read_for_replica(Offset(2), 1 << 20, SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert_eq!(at_end.bytes, 0);
+        let past = log
+            .read_for_replica(Offset(3), 1 << 20, SizeLimit::AtLeastOneBatch)
+            .await;
+        assert!(matches!(past, Err(EngineError::OffsetOutOfRange { .. })), "{past:?}");
+
+        // Once written, the consumer sees it too.
+        log.drain_reserved().await.expect("drain");
+        assert_eq!(log.log_end_offset(), Offset(2));
+        let consumer = log
+            .read(Offset(1), 1 << 20, Offset(i64::MAX), SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert_eq!(consumer.next_offset, Offset(2));
+        log.close().await.expect("close");
+    });
+}
+
+#[test]
+fn a_reserved_batch_the_cache_does_not_hold_is_read_once_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run(async {
+        let config = LogConfig {
+            cache_bytes_max: 16,
+            ..LogConfig::default()
+        };
+        let log = open(dir.path(), config).await;
+        log.append(batch(b"written"), LEADER).await.expect("append");
+        reserve_only(&log, batch(b"reserved"));
+        // Nothing writes it: the read gives up, empty, after a short wait.
+        let started = std::time::Instant::now();
+        let r = log
+            .read_for_replica(Offset(1), 1 << 20, SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert_eq!(r.bytes, 0);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(50));
+        // Written meanwhile: the read waits for it and returns it.
+        let writer = {
+            let log = log.clone();
+            glommio::spawn_local(async move {
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+                log.drain_reserved().await.expect("drain");
+            })
+        };
+        let r = log
+            .read_for_replica(Offset(1), 1 << 20, SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert_eq!(r.next_offset, Offset(2));
+        assert!(matches!(r.region, ReadRegion::File(_)));
+        writer.await;
+        log.close().await.expect("close");
+    });
+}
