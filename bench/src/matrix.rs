@@ -105,7 +105,8 @@ impl Drop for Broker {
 fn start_broker(cfg: &MatrixConfig, id: i32, port: u16, zk: &str, dir: &Path) -> std::io::Result<Broker> {
     let mut props = format!(
         "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={}\nzookeeper.connect={zk}\n\
-         zookeeper.session.timeout.ms=10000\nferrite.shards=1\nauto.leader.rebalance.enable=false\n",
+         zookeeper.session.timeout.ms=10000\nferrite.shards=1\nferrite.cpu.pinning=none\n\
+         auto.leader.rebalance.enable=false\n",
         dir.join("data").display()
     );
     for line in &cfg.broker_config {

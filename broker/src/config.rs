@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use ferrite_engine::log_config::LogConfig;
 use ferrite_engine::segment_appender::WriteMode;
+use ferrite_engine::shard::Pinning;
 
 use crate::groups::{GroupConfig, OffsetsConfig};
 
@@ -34,6 +35,12 @@ pub struct BrokerConfig {
     pub recovery_repair: bool,
     /// Shards (executors); 0 = one per CPU.
     pub shards: usize,
+    /// `ferrite.cpu.pinning`: each shard on a CPU of its own, or wherever
+    /// the kernel puts it.
+    pub cpu_pinning: CpuPinning,
+    /// `ferrite.cpu.first`: the CPU of shard 0 when pinned per CPU (so that
+    /// brokers sharing a host can take different CPUs).
+    pub cpu_first: usize,
     /// Prometheus text metrics, if set.
     pub metrics_listen: Option<SocketAddr>,
     /// Requests a connection may have in flight (answered in order).
@@ -50,6 +57,25 @@ pub struct BrokerConfig {
     /// produce is appended but its answer dropped by closing the connection
     /// (0: never).
     pub fault_drop_produce_response_every: u64,
+}
+
+/// `ferrite.cpu.pinning`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuPinning {
+    /// Shard `i` on CPU `ferrite.cpu.first + i` (modulo the CPUs online).
+    PerCpu,
+    /// Not pinned: the kernel schedules the shards.
+    None,
+}
+
+impl BrokerConfig {
+    /// The shards' placement for the runtime.
+    pub fn pinning(&self) -> Pinning {
+        match self.cpu_pinning {
+            CpuPinning::PerCpu => Pinning::PerCpu { first: self.cpu_first },
+            CpuPinning::None => Pinning::Unpinned,
+        }
+    }
 }
 
 /// The settings of a broker in a ZooKeeper cluster, under Kafka's names.
@@ -120,6 +146,8 @@ impl Default for BrokerConfig {
             write_mode: WriteMode::Direct,
             recovery_repair: false,
             shards: 0,
+            cpu_pinning: CpuPinning::PerCpu,
+            cpu_first: 0,
             metrics_listen: None,
             connection_requests_inflight_max: 32,
             fetch_wait_ms_max: 30_000,
@@ -292,6 +320,14 @@ impl BrokerConfig {
                 "offset.metadata.max.bytes" => self.offsets.metadata_bytes_max = num(k, v)?,
                 "ferrite.fault.produce.drop.response.every" => self.fault_drop_produce_response_every = num(k, v)?,
                 "ferrite.shards" => self.shards = num(k, v)?,
+                "ferrite.cpu.pinning" => {
+                    self.cpu_pinning = match v {
+                        "per-cpu" => CpuPinning::PerCpu,
+                        "none" => CpuPinning::None,
+                        _ => return Err(invalid(k, v, "expected per-cpu or none")),
+                    }
+                }
+                "ferrite.cpu.first" => self.cpu_first = num(k, v)?,
                 "ferrite.fetch.wait.max.ms" => self.fetch_wait_ms_max = num(k, v)?,
                 "ferrite.metrics.listen" => {
                     self.metrics_listen = Some(v.parse().map_err(|_| invalid(k, v, "expected host:port"))?)
@@ -327,6 +363,24 @@ impl BrokerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_are_pinned_per_cpu_unless_told_otherwise() {
+        let mut c = BrokerConfig::default();
+        assert_eq!(c.pinning(), Pinning::PerCpu { first: 0 });
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        c.apply(&pairs(&[("ferrite.cpu.first", "1")])).unwrap();
+        assert_eq!(c.pinning(), Pinning::PerCpu { first: 1 });
+        assert_eq!(c.pinning().cpu_of(0, 2), Some(1));
+        assert_eq!(c.pinning().cpu_of(1, 2), Some(0));
+        c.apply(&pairs(&[("ferrite.cpu.pinning", "none")])).unwrap();
+        assert_eq!(c.pinning(), Pinning::Unpinned);
+        assert_eq!(c.pinning().cpu_of(0, 2), None);
+        let bad = c.apply(&pairs(&[("ferrite.cpu.pinning", "some")]));
+        assert!(bad.is_err());
+    }
 
     #[test]
     fn server_properties_apply_with_kafka_names() {

@@ -9,7 +9,7 @@ use ferrite_controller::{BrokerId, BrokerMeta, ClusterMeta};
 use ferrite_engine::clock::SystemClock;
 use ferrite_engine::log_manager::{LogManager, LogManagerConfig};
 use ferrite_engine::recovery::Repair;
-use ferrite_engine::shard::{online_cpus, InitFn, Pinning, RuntimeConfig, ShardRuntime};
+use ferrite_engine::shard::{online_cpus, InitFn, RuntimeConfig, ShardRuntime};
 use ferrite_engine::{LogConfig, TopicPartition};
 
 use crate::cluster::replicas::ShardReplicas;
@@ -154,7 +154,7 @@ impl Server {
         let runtime = ShardRuntime::start(
             RuntimeConfig {
                 shards,
-                pinning: Pinning::PerCpu,
+                pinning: config.pinning(),
                 inbox_max: 1024,
                 io_memory_bytes: ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT,
                 blocking_threads: ferrite_engine::shard::BLOCKING_THREADS_DEFAULT,

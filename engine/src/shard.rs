@@ -30,10 +30,21 @@ pub trait ShardService: 'static {
 /// How the executors are placed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pinning {
-    /// Shard `i` runs on CPU `i mod online CPUs`.
-    PerCpu,
-    /// Let the OS schedule the threads (tests on busy machines).
+    /// Shard `i` runs on CPU `(first + i) mod online CPUs`.
+    PerCpu { first: usize },
+    /// Let the OS schedule the threads (several brokers on one host, tests
+    /// on busy machines).
     Unpinned,
+}
+
+impl Pinning {
+    /// The CPU shard `shard` is pinned to, of `cpus` online.
+    pub fn cpu_of(self, shard: usize, cpus: usize) -> Option<usize> {
+        match self {
+            Pinning::PerCpu { first } => Some(first.wrapping_add(shard) % cpus.max(1)),
+            Pinning::Unpinned => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -65,7 +76,7 @@ impl RuntimeConfig {
     pub fn per_cpu() -> RuntimeConfig {
         RuntimeConfig {
             shards: online_cpus(),
-            pinning: Pinning::PerCpu,
+            pinning: Pinning::PerCpu { first: 0 },
             inbox_max: 1024,
             io_memory_bytes: IO_MEMORY_BYTES_DEFAULT,
             blocking_threads: BLOCKING_THREADS_DEFAULT,
@@ -158,9 +169,9 @@ impl<S: ShardService> ShardRuntime<S> {
         let cpus = online_cpus();
         let mut threads = Vec::with_capacity(config.shards);
         for (i, inbox) in receivers.into_iter().enumerate() {
-            let placement = match config.pinning {
-                Pinning::PerCpu => Placement::Fixed(i % cpus),
-                Pinning::Unpinned => Placement::Unbound,
+            let placement = match config.pinning.cpu_of(i, cpus) {
+                Some(cpu) => Placement::Fixed(cpu),
+                None => Placement::Unbound,
             };
             let init = init.clone();
             let handle = handle.clone();

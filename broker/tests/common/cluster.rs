@@ -64,7 +64,7 @@ impl ClusterBroker {
         let mut props = format!(
             "broker.id={}\nlisteners=PLAINTEXT://127.0.0.1:{}\nlog.dirs={}\nzookeeper.connect={}\n\
              zookeeper.session.timeout.ms=4000\nferrite.shards=1\nlog.write.mode=buffered\n\
-             replica.lag.time.max.ms=3000\nreplica.fetch.wait.max.ms=100\n",
+             ferrite.cpu.pinning=none\nreplica.lag.time.max.ms=3000\nreplica.fetch.wait.max.ms=100\n",
             self.id,
             self.port,
             self.data_dir().display(),
