@@ -20,7 +20,7 @@ use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
-use super::sendfile;
+use super::{gather, sendfile};
 use crate::handlers::{self, Reply};
 use crate::protocol::request::{decode_frame, Decoded};
 use crate::protocol::response::Chunk;
@@ -85,16 +85,22 @@ async fn write_reply<W: futures_lite::AsyncWrite + Unpin>(w: &mut W, sock: i32, 
         Reply::Response { chunks, len } => (chunks, len),
     };
     let len = i32::try_from(len).map_err(|_| std::io::Error::other("response larger than 2 GiB"))?;
-    w.write_all(&len.to_be_bytes()).await?;
-    for c in chunks {
+    let prefix = len.to_be_bytes();
+    // In-memory chunks leave together; a file region goes by sendfile.
+    let mut gathered: Vec<&[u8]> = Vec::with_capacity(chunks.len() + 1);
+    gathered.push(&prefix);
+    for c in &chunks {
         match c {
-            Chunk::Bytes(b) => w.write_all(&b).await?,
+            Chunk::Bytes(b) => gathered.push(b),
             Chunk::File(f) => {
+                gather::send_all(w, sock, &gathered).await?;
+                gathered.clear();
                 w.flush().await?;
-                sendfile::send_chunk(sock, &f).await?;
+                sendfile::send_chunk(sock, f).await?;
             }
         }
     }
+    gather::send_all(w, sock, &gathered).await?;
     w.flush().await
 }
 

@@ -1,6 +1,7 @@
 //! Listeners and connections.
 
 pub mod connection;
+pub mod gather;
 pub mod sendfile;
 
 use std::rc::Rc;
