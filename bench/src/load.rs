@@ -47,6 +47,8 @@ pub struct LoadResult {
     pub seconds: f64,
     pub latency: Histogram<u64>,
     pub errors: u64,
+    /// Kafka error code → answers that carried it.
+    pub error_codes: std::collections::BTreeMap<i16, u64>,
 }
 
 impl LoadResult {
@@ -77,6 +79,7 @@ impl LoadResult {
             "rate": cfg.rate,
             "records": self.records,
             "errors": self.errors,
+            "error_codes": codes_json(&self.error_codes),
             "seconds": r2(self.seconds),
             "records_per_sec": self.records_per_sec().round(),
             "mb_per_sec": r2(self.mb_per_sec()),
@@ -120,6 +123,15 @@ pub(crate) struct Shared {
     pub(crate) records: AtomicU64,
     pub(crate) bytes: AtomicU64,
     stop: AtomicBool,
+    /// How often each Kafka error code came back.
+    error_codes: std::sync::Mutex<std::collections::BTreeMap<i16, u64>>,
+}
+
+impl Shared {
+    fn note_error(&self, code: i16) {
+        let mut codes = self.error_codes.lock().unwrap_or_else(|p| p.into_inner());
+        *codes.entry(code).or_default() += 1;
+    }
 }
 
 /// Prints one progress line per second until `stop`.
@@ -150,6 +162,7 @@ where
         records: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
         stop: AtomicBool::new(false),
+        error_codes: Default::default(),
     });
     let work = Arc::new(work);
     let report = reporter(shared.clone(), label);
@@ -180,13 +193,23 @@ where
     if let Some(e) = first_error {
         return Err(e);
     }
+    let error_codes = shared.error_codes.lock().unwrap_or_else(|p| p.into_inner()).clone();
     Ok(LoadResult {
         records: shared.records.load(Ordering::Relaxed),
         bytes: shared.bytes.load(Ordering::Relaxed),
         seconds,
         latency,
         errors,
+        error_codes,
     })
+}
+
+/// Error codes as a JSON object, code → count.
+pub fn codes_json(codes: &std::collections::BTreeMap<i16, u64>) -> serde_json::Value {
+    codes
+        .iter()
+        .map(|(c, n)| (c.to_string(), serde_json::json!(n)))
+        .collect()
 }
 
 /// Partitions served by connection `i` of `n`.
@@ -320,6 +343,7 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
                 shared.records.fetch_add(cfg.batch_records as u64, Ordering::Relaxed);
                 shared.bytes.fetch_add(record_bytes_per_batch, Ordering::Relaxed);
             } else {
+                shared.note_error(error);
                 errors += 1;
             }
         }
@@ -371,6 +395,7 @@ pub fn consume(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
             let f = codec::decode_fetch(&mut r)?;
             h.record(sent.elapsed().as_micros().max(1) as u64).ok();
             if f.error != 0 {
+                shared.note_error(f.error);
                 errors += 1;
                 continue;
             }

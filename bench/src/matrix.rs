@@ -66,6 +66,7 @@ pub struct Cell {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub errors: u64,
+    pub error_codes: std::collections::BTreeMap<i16, u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,6 +200,9 @@ fn run_in(cfg: &MatrixConfig, work: &Path) -> Result<Vec<Cell>, String> {
                         cell.p50_ms,
                         cell.p99_ms
                     );
+                    if !cell.error_codes.is_empty() {
+                        println!("  errors by Kafka code: {:?}", cell.error_codes);
+                    }
                     cells.push(cell);
                 }
             }
@@ -257,6 +261,7 @@ fn run_cell(
         p50_ms: result.ms(0.5),
         p99_ms: result.ms(0.99),
         errors: result.errors,
+        error_codes: result.error_codes,
     })
 }
 
@@ -328,7 +333,7 @@ fn write_outputs(cfg: &MatrixConfig, cells: &[Cell]) -> Result<(), String> {
                 "acks": acks_name(c.acks), "replication_factor": c.rf, "record_bytes": c.record_bytes,
                 "flush": c.flush.name(), "records_per_sec": c.records_per_sec.round(),
                 "mb_per_sec": (c.mb_per_sec * 10.0).round() / 10.0, "p50_ms": c.p50_ms, "p99_ms": c.p99_ms,
-                "errors": c.errors,
+                "errors": c.errors, "error_codes": load::codes_json(&c.error_codes),
             })
         })
         .collect();
@@ -445,6 +450,7 @@ mod tests {
             p50_ms: 1.0,
             p99_ms: 2.0,
             errors: 0,
+            error_codes: Default::default(),
         }
     }
 
