@@ -109,18 +109,7 @@ pub struct TimestampHit {
 impl PartitionLog {
     /// Reads whole batches from the one holding `from`, below `upper`.
     pub async fn read(&self, from: Offset, max_bytes: usize, upper: Offset, limit: SizeLimit) -> Result<LogRead> {
-        let (log_start, end) = {
-            let o = self.offsets.borrow();
-            (o.log_start(), o.end())
-        };
-        if from < log_start || from > end {
-            return Err(EngineError::OffsetOutOfRange {
-                tp: self.tp.clone(),
-                requested: from,
-                log_start,
-                log_end: end,
-            });
-        }
+        let end = self.check_readable(from, self.log_end_offset())?;
         let upper = upper.min(end);
         if from >= upper {
             return Ok(LogRead::empty(from));
@@ -157,19 +146,14 @@ impl PartitionLog {
         }
     }
 
-    /// Reads for a follower: like [`PartitionLog::read`] up to the log end,
-    /// and beyond it up to the reserved end from the cache, so that
-    /// followers fetch a batch while the leader's own write of it is still
-    /// under way (Kafka's leader hands followers what is in its page cache
-    /// as soon as it is there; the follower's LEO, and so the HW, still
-    /// counts only what the follower has written).
-    pub async fn read_for_replica(&self, from: Offset, max_bytes: usize, limit: SizeLimit) -> Result<LogRead> {
+    /// `from` lies in the log start ..= `limit`, or OFFSET_OUT_OF_RANGE
+    /// (naming the log end). Returns the log end.
+    fn check_readable(&self, from: Offset, limit: Offset) -> Result<Offset> {
         let (log_start, end) = {
             let o = self.offsets.borrow();
             (o.log_start(), o.end())
         };
-        let reserved = self.reserved_end_offset();
-        if from < log_start || from > reserved {
+        if from < log_start || from > limit {
             return Err(EngineError::OffsetOutOfRange {
                 tp: self.tp.clone(),
                 requested: from,
@@ -177,6 +161,18 @@ impl PartitionLog {
                 log_end: end,
             });
         }
+        Ok(end)
+    }
+
+    /// Reads for a follower: like [`PartitionLog::read`] up to the log end,
+    /// and beyond it up to the reserved end from the cache, so that
+    /// followers fetch a batch while the leader's own write of it is still
+    /// under way (Kafka's leader hands followers what is in its page cache
+    /// as soon as it is there; the follower's LEO, and so the HW, still
+    /// counts only what the follower has written).
+    pub async fn read_for_replica(&self, from: Offset, max_bytes: usize, limit: SizeLimit) -> Result<LogRead> {
+        let reserved = self.reserved_end_offset();
+        let end = self.check_readable(from, reserved)?;
         let at_least_one = limit == SizeLimit::AtLeastOneBatch;
         if let Some(hit) = self.cache.borrow().read(from, max_bytes, reserved, at_least_one) {
             if !hit.batches.is_empty() {
