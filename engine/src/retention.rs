@@ -124,9 +124,15 @@ impl PartitionLog {
     pub fn can_delete_below(&self, offset: Offset) -> bool {
         let segs = self.segments.borrow();
         let Some(next) = segs.get(1) else { return false };
+        segs[0].next_offset() <= offset && next.base() <= self.deletion_limit()
+    }
+
+    /// The highest the log start may move: the log end (a segment rolled
+    /// ahead of appends still in flight is not deleted past), and the
+    /// retention limit (the high watermark) when set.
+    fn deletion_limit(&self) -> Offset {
         let end = self.log_end_offset();
-        let limit = self.retention_limit.get().map_or(end, |l| l.min(end));
-        segs[0].next_offset() <= offset && next.base() <= limit
+        self.retention_limit.get().map_or(end, |l| l.min(end))
     }
 
     async fn retention_inner(&self) -> Result<RetentionOutcome> {
@@ -159,11 +165,7 @@ impl PartitionLog {
         let doomed = {
             let segs = self.segments.borrow();
             let mut n = doomed.min(segs.len() - 1);
-            // The log start must stay at or below the log end (a segment
-            // rolled ahead of appends still in flight is not deleted past)
-            // and at or below the retention limit (the high watermark).
-            let end = self.log_end_offset();
-            let limit = self.retention_limit.get().map_or(end, |l| l.min(end));
+            let limit = self.deletion_limit();
             while n > 0 && segs[n].base() > limit {
                 n -= 1;
             }

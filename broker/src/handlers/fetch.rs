@@ -237,9 +237,14 @@ pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: b
         FETCH_POLL_MS
     });
     loop {
-        let watches = Watches::take(shard, &f);
+        // A fetch that will not wait (max_wait_ms 0) needs no signals.
+        let watches = (!wait.is_zero()).then(|| Watches::take(shard, &f));
         let (topics, bytes, any_error) = fetch_once(shard, &f).await;
         let enough = bytes >= f.min_bytes.max(0) as u64;
+        let Some(watches) = watches else {
+            encode_response(b, v, flexible, 0, topics);
+            return;
+        };
         if enough || any_error || Instant::now() >= deadline || shard.stopping.get() {
             encode_response(b, v, flexible, 0, topics);
             return;
