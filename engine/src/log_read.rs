@@ -127,6 +127,18 @@ impl PartitionLog {
                 },
             });
         }
+        self.read_segments(from, max_bytes, upper, at_least_one).await
+    }
+
+    /// Reads whole batches from the segment files, from the one holding
+    /// `from`, below `upper` (the cache did not hold `from`).
+    async fn read_segments(
+        &self,
+        from: Offset,
+        max_bytes: usize,
+        upper: Offset,
+        at_least_one: bool,
+    ) -> Result<LogRead> {
         let mut at = from;
         loop {
             let Some(segment) = self.segment_for(at) else {
@@ -175,14 +187,17 @@ impl PartitionLog {
         let end = self.check_readable(from, reserved)?;
         let at_least_one = limit == SizeLimit::AtLeastOneBatch;
         if let Some(hit) = self.cache.borrow().read(from, max_bytes, reserved, at_least_one) {
-            if !hit.batches.is_empty() {
-                return Ok(LogRead {
-                    first_offset: hit.first_offset,
-                    next_offset: hit.next_offset,
-                    bytes: hit.bytes as u64,
-                    region: ReadRegion::Cached(hit.batches),
-                });
+            // Empty: the batch at `from` is over `max_bytes` (strict), which
+            // the files would not return either.
+            if hit.batches.is_empty() {
+                return Ok(LogRead::empty(from));
             }
+            return Ok(LogRead {
+                first_offset: hit.first_offset,
+                next_offset: hit.next_offset,
+                bytes: hit.bytes as u64,
+                region: ReadRegion::Cached(hit.batches),
+            });
         }
         if from >= end && from < reserved {
             // Reserved but not in the cache (a batch larger than the cache,
@@ -193,7 +208,7 @@ impl PartitionLog {
         if from >= end {
             return Ok(LogRead::empty(from));
         }
-        self.read(from, max_bytes, end, limit).await
+        self.read_segments(from, max_bytes, end, at_least_one).await
     }
 
     /// Waits until the log end passes `offset`, or for `limit` at most (a

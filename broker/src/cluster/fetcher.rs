@@ -230,16 +230,21 @@ async fn epoch_queries(
     c: &mut Conn,
     asks: Vec<(TopicPartition, (LeaderEpoch, Backoff))>,
 ) -> std::io::Result<()> {
+    // (partition, epoch asked about, the replica's leader epoch asked in):
+    // an answer that returns after a LeaderAndIsr moved the latter on is
+    // dropped by the replica.
+    let asks: Vec<(TopicPartition, LeaderEpoch, LeaderEpoch)> = asks
+        .into_iter()
+        .map(|(tp, (epoch, _))| {
+            let current = replicas.get(&tp).map_or(LeaderEpoch::NONE, |r| r.leader_epoch());
+            (tp, epoch, current)
+        })
+        .collect();
     let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
-    // Each partition's leader epoch as asked in: an answer that returns
-    // after a LeaderAndIsr moved it on is dropped by the replica.
-    let mut asked_in = BTreeMap::new();
-    for (tp, (epoch, _)) in &asks {
-        let current = replicas.get(tp).map_or(LeaderEpoch::NONE, |r| r.leader_epoch());
-        asked_in.insert(tp.clone(), current);
+    for (tp, epoch, current) in &asks {
         let p = OffsetForLeaderPartition {
             partition: tp.partition,
-            current_leader_epoch: current,
+            current_leader_epoch: *current,
             leader_epoch: *epoch,
         };
         match topics.last_mut() {
@@ -266,7 +271,7 @@ async fn epoch_queries(
     for t in resp.topics {
         for p in t.partitions {
             let tp = TopicPartition::new(t.topic.clone(), p.partition);
-            let Some((_, (asked, _))) = asks.iter().find(|(x, _)| *x == tp) else {
+            let Some((_, asked, asked_in)) = asks.iter().find(|(x, _, _)| *x == tp) else {
                 continue;
             };
             let Some(replica) = replicas.get(&tp) else { continue };
@@ -279,22 +284,20 @@ async fn epoch_queries(
                     op: "offset for leader epoch",
                 })
             };
-            let current = asked_in.get(&tp).copied().unwrap_or(LeaderEpoch::NONE);
-            if let Err(e) = replica.epoch_end_received(*asked, current, answer).await {
+            if let Err(e) = replica.epoch_end_received(*asked, *asked_in, answer).await {
                 tracing::error!(%tp, error = %e, "after an epoch query");
             }
         }
     }
     // Partitions the leader did not answer are asked again.
-    for (tp, (asked, _)) in asks {
+    for (tp, asked, asked_in) in asks {
         if !answered.contains(&tp) {
             if let Some(replica) = replicas.get(&tp) {
                 let err = Err(ReplicationError::NotLeader {
                     tp: tp.clone(),
                     op: "offset for leader epoch",
                 });
-                let current = asked_in.get(&tp).copied().unwrap_or(LeaderEpoch::NONE);
-                let _ = replica.epoch_end_received(asked, current, err).await;
+                let _ = replica.epoch_end_received(asked, asked_in, err).await;
             }
         }
     }

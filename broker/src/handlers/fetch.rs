@@ -61,18 +61,28 @@ struct Requester {
     fetch_offset: i64,
 }
 
-/// Where reading may go (exclusive), the HW and the log start to report:
-/// the log end on a standalone broker; in a cluster, the HW for consumers
-/// (the log end for followers, whose fetch offset moves the HW).
+/// Where a read may go.
+#[derive(Clone, Copy)]
+enum ReadTo {
+    /// Below this offset (exclusive).
+    Below(Offset),
+    /// A follower in a cluster: up to the leader's reserved end, past the
+    /// log end from the cache ([`PartitionLog::read_for_replica`]).
+    Reserved,
+}
+
+/// Where reading may go and the HW to report: the log end on a standalone
+/// broker; in a cluster, the HW for consumers and the reserved end for
+/// followers (whose fetch offset moves the HW).
 async fn read_bounds(
     s: &BrokerShard,
     tp: &TopicPartition,
     who: Requester,
-) -> Result<(Rc<PartitionLog>, Offset, Offset), ErrorCode> {
+) -> Result<(Rc<PartitionLog>, ReadTo, Offset), ErrorCode> {
     let Some(replicas) = &s.replicas else {
         let log = s.local_log(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
         let end = log.log_end_offset();
-        return Ok((log, end, end));
+        return Ok((log, ReadTo::Below(end), end));
     };
     let replica = replicas.get(tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
     match who.replica {
@@ -82,7 +92,7 @@ async fn read_bounds(
                 .replica_fetch(follower, Offset(who.fetch_offset), who.current_leader_epoch, now)
                 .await
                 .map_err(|e| error_map::replica_op(&e))?;
-            Ok((replica.log().clone(), grant.log_end, grant.hw))
+            Ok((replica.log().clone(), ReadTo::Reserved, grant.hw))
         }
         None => {
             if replica.role() != RoleKind::Leader {
@@ -92,7 +102,7 @@ async fn read_bounds(
                 .check_request_epoch(who.current_leader_epoch)
                 .map_err(|e| error_map::replication(&e))?;
             let hw = replica.hw();
-            Ok((replica.log().clone(), hw, hw))
+            Ok((replica.log().clone(), ReadTo::Below(hw), hw))
         }
     }
 }
@@ -108,7 +118,7 @@ async fn read_on_owner(
     let owner = shard.owner(&tp);
     let result = shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let (log, upper, hw) = match read_bounds(&s, &tp, who).await {
+            let (log, read_to, hw) = match read_bounds(&s, &tp, who).await {
                 Ok(b) => b,
                 Err(code) => return Ok::<_, EngineError>((Err(code), -1, -1)),
             };
@@ -118,10 +128,9 @@ async fn read_on_owner(
             } else {
                 SizeLimit::Strict
             };
-            let read = if who.replica.is_some() && s.replicas.is_some() {
-                log.read_for_replica(Offset(offset), max, limit).await
-            } else {
-                log.read(Offset(offset), max, upper, limit).await
+            let read = match read_to {
+                ReadTo::Below(upper) => log.read(Offset(offset), max, upper, limit).await,
+                ReadTo::Reserved => log.read_for_replica(Offset(offset), max, limit).await,
             };
             let read = match read {
                 Ok(r) => r,
@@ -241,15 +250,16 @@ pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: b
         let watches = (!wait.is_zero()).then(|| Watches::take(shard, &f));
         let (topics, bytes, any_error) = fetch_once(shard, &f).await;
         let enough = bytes >= f.min_bytes.max(0) as u64;
-        let Some(watches) = watches else {
-            encode_response(b, v, flexible, 0, topics);
-            return;
-        };
-        if enough || any_error || Instant::now() >= deadline || shard.stopping.get() {
-            encode_response(b, v, flexible, 0, topics);
-            return;
+        let done = enough || any_error || Instant::now() >= deadline || shard.stopping.get();
+        match watches {
+            Some(watches) if !done => {
+                drop(topics);
+                watches.wait(shard, deadline, poll).await;
+            }
+            _ => {
+                encode_response(b, v, flexible, 0, topics);
+                return;
+            }
         }
-        drop(topics);
-        watches.wait(shard, deadline, poll).await;
     }
 }

@@ -52,9 +52,6 @@ impl ZkStore {
     /// and two brokers racing cannot both bump it.
     pub async fn try_elect(&self, id: BrokerId) -> Result<Option<EpochGuard>> {
         loop {
-            if self.controller().await?.is_some() {
-                return Ok(None);
-            }
             let Some((epoch, version)) = self.controller_epoch().await? else {
                 // The first election: the epoch starts at 0, so the first
                 // controller's is 1.
