@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::disk_busy::DiskStat;
 use ferrite_engine::clock::SystemClock;
 use ferrite_engine::{AppendMode, LeaderEpoch, LogConfig, OpenParams, PartitionLog, Repair, TopicPartition, WriteMode};
 
@@ -38,6 +39,10 @@ pub struct EngineRunResult {
     pub bytes: u64,
     pub batches: u64,
     pub batch_bytes: usize,
+    /// Fractions of each side's run the device had I/O in flight, where
+    /// the directory's device has a stat file (see [`crate::disk_busy`]).
+    pub append_device_busy: Option<f64>,
+    pub raw_device_busy: Option<f64>,
 }
 
 impl EngineRunResult {
@@ -54,6 +59,8 @@ impl EngineRunResult {
             "raw_write_mb_s": round1(self.raw_write_mb_s),
             "ratio": (self.ratio * 1000.0).round() / 1000.0,
             "recovery_mb_s": round1(self.recovery_mb_s),
+            "append_device_busy": self.append_device_busy.map(round2),
+            "raw_device_busy": self.raw_device_busy.map(round2),
         })
     }
 }
@@ -62,13 +69,25 @@ fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
 fn mb_s(bytes: u64, d: Duration) -> f64 {
     bytes as f64 / d.as_secs_f64() / 1e6
 }
 
+/// What one raw write run measured.
+#[derive(Clone, Copy, Debug)]
+pub struct RawRun {
+    pub mb_s: f64,
+    /// Fraction of the run the device had I/O in flight, where known.
+    pub device_busy: Option<f64>,
+}
+
 /// Writes `bytes` to `path` with O_DIRECT in 1 MiB aligned writes, then
-/// fdatasyncs. Returns MB/s.
-pub fn raw_direct_write(path: &Path, bytes: u64) -> std::io::Result<f64> {
+/// fdatasyncs.
+pub fn raw_direct_write(path: &Path, bytes: u64) -> std::io::Result<RawRun> {
     const CHUNK: usize = 1 << 20;
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -77,6 +96,7 @@ pub fn raw_direct_write(path: &Path, bytes: u64) -> std::io::Result<f64> {
         .custom_flags(libc::O_DIRECT)
         .open(path)?;
     let buf = AlignedBuf::new(CHUNK);
+    let meter = DiskStat::for_dir(path.parent().unwrap_or(Path::new("."))).map(|d| d.start());
     let start = Instant::now();
     let mut pos = 0u64;
     while pos < bytes {
@@ -87,7 +107,10 @@ pub fn raw_direct_write(path: &Path, bytes: u64) -> std::io::Result<f64> {
         pos += n as u64;
     }
     file.sync_data()?;
-    let rate = mb_s(pos, start.elapsed());
+    let rate = RawRun {
+        mb_s: mb_s(pos, start.elapsed()),
+        device_busy: meter.and_then(|m| m.busy()),
+    };
     drop(file);
     std::fs::remove_file(path)?;
     Ok(rate)
@@ -125,9 +148,19 @@ impl Drop for AlignedBuf {
     }
 }
 
-/// Appends through the engine; returns (append MB/s, recovery MB/s, bytes,
-/// batches, batch size).
-fn engine_append(cfg: &EngineRunConfig) -> Result<(f64, f64, u64, u64, usize), String> {
+/// What the engine side of a run measured.
+struct AppendRun {
+    append_mb_s: f64,
+    recovery_mb_s: f64,
+    bytes: u64,
+    batches: u64,
+    batch_bytes: usize,
+    /// Fraction of the append (with its final flush) the device was busy.
+    device_busy: Option<f64>,
+}
+
+/// Appends through the engine, then recovers the log as after a crash.
+fn engine_append(cfg: &EngineRunConfig) -> Result<AppendRun, String> {
     let cfg = cfg.clone();
     let handle = glommio::LocalExecutorBuilder::new(glommio::Placement::Fixed(0))
         .name("bench-shard-0")
@@ -146,7 +179,7 @@ fn engine_append(cfg: &EngineRunConfig) -> Result<(f64, f64, u64, u64, usize), S
     handle.join().map_err(|e| e.to_string())?
 }
 
-async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, u64, usize), String> {
+async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<AppendRun, String> {
     let dir = cfg.dir.join("bench-0");
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -166,6 +199,7 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, 
     let issued = Rc::new(Cell::new(0u64));
     let done_bytes = Rc::new(Cell::new(0u64));
     let cpu_start = thread_cpu_s();
+    let meter = DiskStat::for_dir(&cfg.dir).map(|d| d.start());
     let start = Instant::now();
     let reporter = cfg.progress.then(|| {
         let done = done_bytes.clone();
@@ -206,6 +240,7 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, 
     }
     log.flush().await.map_err(|e| e.to_string())?;
     let append_time = start.elapsed();
+    let device_busy = meter.and_then(|m| m.busy());
     if cfg.progress {
         let cpu = thread_cpu_s() - cpu_start;
         println!(
@@ -229,13 +264,14 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<(f64, f64, u64, 
     log.close().await.map_err(|e| e.to_string())?;
     drop(log);
     std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
-    Ok((
-        mb_s(bytes, append_time),
-        mb_s(bytes, recovery_time),
+    Ok(AppendRun {
+        append_mb_s: mb_s(bytes, append_time),
+        recovery_mb_s: mb_s(bytes, recovery_time),
         bytes,
-        total,
+        batches: total,
         batch_bytes,
-    ))
+        device_busy,
+    })
 }
 
 /// The whole comparison.
@@ -244,24 +280,48 @@ pub fn run(cfg: &EngineRunConfig) -> Result<EngineRunResult, String> {
     let raw_path = cfg.dir.join("raw-direct.bin");
     let raw_before = raw_direct_write(&raw_path, cfg.bytes).map_err(|e| format!("raw writer: {e}"))?;
     if cfg.progress {
-        println!("raw O_DIRECT writer: {raw_before:.0} MB/s");
+        println!(
+            "raw O_DIRECT writer: {:.0} MB/s{}",
+            raw_before.mb_s,
+            busy_note(raw_before.device_busy)
+        );
     }
-    let (append_mb_s, recovery_mb_s, bytes, batches, batch_bytes) = engine_append(cfg)?;
+    let engine = engine_append(cfg)?;
     let raw_after = raw_direct_write(&raw_path, cfg.bytes).map_err(|e| format!("raw writer: {e}"))?;
     if cfg.progress {
-        println!("engine append: {append_mb_s:.0} MB/s; recovery scan: {recovery_mb_s:.0} MB/s");
-        println!("raw O_DIRECT writer again: {raw_after:.0} MB/s");
+        println!(
+            "engine append: {:.0} MB/s{}; recovery scan: {:.0} MB/s",
+            engine.append_mb_s,
+            busy_note(engine.device_busy),
+            engine.recovery_mb_s
+        );
+        println!(
+            "raw O_DIRECT writer again: {:.0} MB/s{}",
+            raw_after.mb_s,
+            busy_note(raw_after.device_busy)
+        );
     }
-    let raw_write_mb_s = (raw_before + raw_after) / 2.0;
+    let raw_write_mb_s = (raw_before.mb_s + raw_after.mb_s) / 2.0;
+    let raw_device_busy = raw_before
+        .device_busy
+        .zip(raw_after.device_busy)
+        .map(|(a, b)| (a + b) / 2.0);
     Ok(EngineRunResult {
-        append_mb_s,
+        append_mb_s: engine.append_mb_s,
         raw_write_mb_s,
-        ratio: append_mb_s / raw_write_mb_s,
-        recovery_mb_s,
-        bytes,
-        batches,
-        batch_bytes,
+        ratio: engine.append_mb_s / raw_write_mb_s,
+        recovery_mb_s: engine.recovery_mb_s,
+        bytes: engine.bytes,
+        batches: engine.batches,
+        batch_bytes: engine.batch_bytes,
+        append_device_busy: engine.device_busy,
+        raw_device_busy,
     })
+}
+
+fn busy_note(busy: Option<f64>) -> String {
+    busy.map(|b| format!(" (device busy {:.0}% of the time)", b * 100.0))
+        .unwrap_or_default()
 }
 
 /// CPU time of the calling thread, in seconds.

@@ -6,20 +6,26 @@
 //! `reserve` is synchronous and must be called in log order (the log calls it
 //! under its append lock). Any number of tasks may then await
 //! `write_through(end)`. A task whose bytes are not yet submitted, when fewer
-//! than [`WRITES_IN_FLIGHT_MAX`] groups are in flight, submits *everything*
-//! reserved so far as one group; the others wait for progress. Under load
-//! this coalesces many small batches into few large writes, and keeps the
-//! device busy while the shard prepares the next group (measured in
+//! than [`WRITES_IN_FLIGHT_MAX`] groups are in flight, submits what is
+//! reserved so far as one group (see `group_end`); the others wait for
+//! progress. Under load this coalesces many small batches into few large
+//! writes, and the second group keeps the device busy while the first one's
+//! completion travels back and the shard prepares the next (measured in
 //! `docs/benchmarks.md`). When `write_through(end)` returns, every byte up to
 //! `end` is in the kernel: in the page cache ([`WriteMode::Buffered`]) or on
 //! the device ([`WriteMode::Direct`]). Groups may complete out of order; the
-//! written end only advances over a completed prefix.
+//! written end only advances over a completed prefix, and only to the end
+//! of a whole batch: a group may end inside one, and readers must never see
+//! half a batch.
 //!
 //! # Direct mode
 //!
 //! O_DIRECT writes must start and end on the device's block boundaries
-//! (`alignment`). A group whose data starts inside a block `P` (the last,
-//! partial block of the previous group) is split in two writes:
+//! (`alignment`). A group submitted while another is in flight ends on a
+//! block boundary: its partial last block goes out with the next group.
+//! Under load, then, every group starts aligned. A group submitted alone
+//! takes everything (one write for a lone append), and the group after it
+//! starts inside a block `P`; it is split in two writes:
 //!
 //! - the *body*, from the next block boundary on, zero-padded to a boundary.
 //!   It overlaps no earlier write, so it is submitted at once;
@@ -76,12 +82,12 @@ pub const WRITE_BYTES_MAX: usize = 4 << 20;
 /// While a group is in flight, the next is submitted only once this much
 /// is waiting, so that the device gets few large writes.
 pub const GROUP_BYTES_MIN: u64 = 512 << 10;
-/// Groups in flight at once. On the virtio disk and ext4 the benchmarks ran
-/// on, one large write at a time beat two to eight smaller concurrent ones
-/// (1.03 against 0.52-0.92 GB/s with 128 appends in flight; see
-/// `docs/benchmarks.md`); the pipelining stays for devices that reward
-/// parallel writes.
-pub const WRITES_IN_FLIGHT_MAX: usize = 1;
+/// Groups in flight at once. With one, the device idled while a completion
+/// reached the shard and the next group was prepared, and every other group
+/// was a one-batch write; with two (and partial blocks held back), the
+/// engine benchmark went from 0.64-0.72 to 0.76-0.91 of the raw O_DIRECT
+/// writer (`docs/benchmarks.md`).
+pub const WRITES_IN_FLIGHT_MAX: usize = 2;
 
 enum WriteFile {
     Direct { file: DmaFile, alignment: u64 },
@@ -90,22 +96,31 @@ enum WriteFile {
 
 /// A submitted group, in log order.
 struct InFlight {
+    /// Where its bytes end (a group may end inside a batch).
     end: u64,
+    /// The end of the last whole batch it completes, and the offset there.
+    batch_end: u64,
     next: Offset,
     done: bool,
 }
 
 #[derive(Default)]
 struct State {
-    /// Reserved batches not yet submitted, in order, each with the offset
-    /// that follows it.
+    /// Reserved bytes not yet submitted, in order, each piece with the
+    /// offset that follows it. The front piece may be the rest of a batch
+    /// whose start is already submitted.
     pending: VecDeque<(Bytes, Offset)>,
     /// Logical end of everything reserved.
     reserved_end: u64,
-    /// Logical end of everything submitted, and the offset there.
+    /// Logical end of everything submitted (possibly inside a batch).
     submitted_end: u64,
+    /// End of the last whole batch submitted, and the offset there.
+    submitted_batch_end: u64,
     submitted_next: Offset,
-    /// Logical end of the completed prefix (in the kernel), and the offset there.
+    /// End of the completed prefix of the submitted bytes.
+    completed_end: u64,
+    /// End of the last whole batch in the completed prefix (in the
+    /// kernel), and the offset there.
     written_end: u64,
     written_next: Offset,
     inflight: VecDeque<InFlight>,
@@ -175,7 +190,9 @@ impl SegmentAppender {
             state: RefCell::new(State {
                 reserved_end: size,
                 submitted_end: size,
+                submitted_batch_end: size,
                 submitted_next: next,
+                completed_end: size,
                 written_end: size,
                 written_next: next,
                 tail,
@@ -230,9 +247,10 @@ impl SegmentAppender {
             self.check_failed()?;
             let (written, can_submit) = {
                 let s = self.state.borrow();
-                let backlog = s.reserved_end - s.submitted_end;
+                let backlog = self.group_end(&s) - s.submitted_end;
                 let worth_it = s.inflight.is_empty() || backlog >= GROUP_BYTES_MIN;
-                let can = s.submitted_end < end && s.inflight.len() < WRITES_IN_FLIGHT_MAX && worth_it;
+                let room = s.inflight.len() < WRITES_IN_FLIGHT_MAX;
+                let can = s.submitted_end < end && backlog > 0 && room && worth_it;
                 (s.written_end, can)
             };
             if written >= end {
@@ -266,7 +284,7 @@ impl SegmentAppender {
     fn wake_waiters(&self) {
         let (written, submitted, failed, room) = {
             let s = self.state.borrow();
-            let room = s.inflight.len() < WRITES_IN_FLIGHT_MAX && !s.pending.is_empty();
+            let room = s.inflight.len() < WRITES_IN_FLIGHT_MAX && self.group_end(&s) > s.submitted_end;
             (s.written_end, s.submitted_end, s.failed.is_some(), room)
         };
         let mut to_wake = Vec::new();
@@ -317,8 +335,10 @@ impl SegmentAppender {
                 }
                 while s.inflight.front().is_some_and(|g| g.done) {
                     if let Some(g) = s.inflight.pop_front() {
-                        assert!(g.end >= s.written_end, "written end goes backwards");
-                        s.written_end = g.end;
+                        assert!(g.batch_end >= s.written_end, "written end goes backwards");
+                        assert!(g.batch_end <= g.end, "a group completes a batch beyond its bytes");
+                        s.completed_end = g.end;
+                        s.written_end = g.batch_end;
                         s.written_next = g.next;
                     }
                 }
@@ -337,29 +357,50 @@ impl SegmentAppender {
         }
     }
 
-    /// Takes the pending batches for one group, records it in flight, and
+    /// Where a group planned now would end ([`group_end`]).
+    fn group_end(&self, s: &State) -> u64 {
+        let alignment = match &self.file {
+            WriteFile::Direct { alignment, .. } => Some(*alignment),
+            WriteFile::Buffered(_) => None,
+        };
+        group_end(s.submitted_end, s.reserved_end, alignment, !s.inflight.is_empty())
+    }
+
+    /// Takes the pending bytes for one group, records it in flight, and
     /// lays out its writes. Synchronous: groups are planned in log order.
     fn plan_group(&self) -> GroupPlan {
         let mut s = self.state.borrow_mut();
         let start = s.submitted_end;
+        let end = self.group_end(&s);
+        assert!(end > start, "group planned with nothing to submit");
         let mut pieces = Vec::new();
-        let mut len = 0usize;
-        let mut next = s.submitted_next;
-        while let Some((b, _)) = s.pending.front() {
-            if !pieces.is_empty() && len + b.len() > WRITE_BYTES_MAX {
-                break;
-            }
-            if let Some((b, n)) = s.pending.pop_front() {
-                len += b.len();
-                pieces.push(b);
+        let mut at = start;
+        let (mut batch_end, mut next) = (s.submitted_batch_end, s.submitted_next);
+        while at < end {
+            let Some((b, n)) = s.pending.pop_front() else {
+                unreachable!("reserved bytes missing from pending");
+            };
+            let take = (end - at).min(b.len() as u64) as usize;
+            at += take as u64;
+            if take == b.len() {
+                batch_end = at;
                 next = n;
+                pieces.push(b);
+            } else {
+                pieces.push(b.slice(..take));
+                s.pending.push_front((b.slice(take..), n));
             }
         }
-        assert!(len > 0, "group planned with nothing reserved");
-        let end = start + len as u64;
+        let len = (end - start) as usize;
         s.submitted_end = end;
+        s.submitted_batch_end = batch_end;
         s.submitted_next = next;
-        s.inflight.push_back(InFlight { end, next, done: false });
+        s.inflight.push_back(InFlight {
+            end,
+            batch_end,
+            next,
+            done: false,
+        });
         let data = Pieces { pieces: &pieces, len };
         match &self.file {
             WriteFile::Buffered(_) => {
@@ -398,7 +439,7 @@ impl SegmentAppender {
             loop {
                 self.check_failed()?;
                 let seen = self.progress.generation();
-                if self.state.borrow().written_end >= start {
+                if self.state.borrow().completed_end >= start {
                     break;
                 }
                 self.progress.changed_since(seen).await;
@@ -477,11 +518,40 @@ impl SegmentAppender {
         let mut s = self.state.borrow_mut();
         s.reserved_end = len;
         s.submitted_end = len;
+        s.submitted_batch_end = len;
         s.submitted_next = next;
+        s.completed_end = len;
         s.written_end = len;
         s.written_next = next;
         s.tail = tail;
         Ok(())
+    }
+}
+
+/// Where a group submitted now, from `start`, would end; `start` when
+/// there is nothing to submit yet. A group takes everything reserved (up to
+/// `reserved_end`), at most `WRITE_BYTES_MAX`, and may end inside a batch.
+/// In direct mode (`alignment`) it ends on a block boundary when cut short,
+/// and also while another group is in flight (`behind_another`): the
+/// partial last block then goes out with the next group, which starts
+/// aligned and needs no head rewrite; the completion of the group in flight
+/// wakes a task to submit it. Alone, a group takes everything, so that a
+/// lone append is written by one write.
+fn group_end(start: u64, reserved_end: u64, alignment: Option<u64>, behind_another: bool) -> u64 {
+    let end = reserved_end.min(start + WRITE_BYTES_MAX as u64);
+    let Some(alignment) = alignment else {
+        return end;
+    };
+    if end == reserved_end && !behind_another {
+        return end;
+    }
+    let aligned = end - end % alignment;
+    if aligned > start {
+        aligned
+    } else if behind_another {
+        start
+    } else {
+        end
     }
 }
 
@@ -641,6 +711,25 @@ mod tests {
         fn alloc(&self, len: usize) -> Vec<u8> {
             vec![0xEE; len]
         }
+    }
+
+    #[test]
+    fn groups_end_on_block_boundaries_except_a_lone_group() {
+        let max = WRITE_BYTES_MAX as u64;
+        // Buffered: everything, at most the maximum, anywhere.
+        assert_eq!(group_end(100, 700, None, true), 700);
+        assert_eq!(group_end(100, 100 + max + 5, None, false), 100 + max);
+        // Direct, alone: everything, so that one write carries it.
+        assert_eq!(group_end(100, 700, Some(512), false), 700);
+        // Direct, behind another group: the partial last block waits.
+        assert_eq!(group_end(100, 700, Some(512), true), 512);
+        assert_eq!(group_end(512, 1024, Some(512), true), 1024);
+        // ... and with no whole block past the start, nothing goes yet.
+        assert_eq!(group_end(100, 500, Some(512), true), 100);
+        assert_eq!(group_end(512, 700, Some(512), true), 512);
+        // Cut short by the maximum: on a block boundary.
+        assert_eq!(group_end(100, 100 + 2 * max, Some(512), false), max);
+        assert_eq!(group_end(100, 100 + 2 * max, Some(512), true), max);
     }
 
     /// Applies layouts to an in-memory "device" in the worst legal order
