@@ -6,9 +6,9 @@
 //! `reserve` is synchronous and must be called in log order (the log calls it
 //! under its append lock). Any number of tasks may then await
 //! `write_through(end)`. A task whose bytes are not yet submitted, when fewer
-//! than [`WRITES_IN_FLIGHT_MAX`] groups are in flight, submits what is
-//! reserved so far as one group (see `group_end`); the others wait for
-//! progress. Under load this coalesces many small batches into few large
+//! than [`WRITES_IN_FLIGHT_MAX`] groups are in flight (behind another, once
+//! enough is waiting: [`BEHIND_SHARE`]), submits what is reserved so far as
+//! one group (see `group_end`); the others wait for progress. Under load this coalesces many small batches into few large
 //! writes, and the second group keeps the device busy while the first one's
 //! completion travels back and the shard prepares the next (measured in
 //! `docs/benchmarks.md`). When `write_through(end)` returns, every byte up to
@@ -79,9 +79,19 @@ impl WriteMode {
 
 /// Largest single group; a longer backlog is written as several.
 pub const WRITE_BYTES_MAX: usize = 4 << 20;
-/// While a group is in flight, the next is submitted only once this much
-/// is waiting, so that the device gets few large writes.
-pub const GROUP_BYTES_MIN: u64 = 512 << 10;
+/// While a group is in flight, the next is submitted once the bytes
+/// waiting reach this share of the bytes in flight, and at least
+/// [`GROUP_BYTES_MIN`]. Every write has a fixed cost in the kernel (on ext4
+/// an extending O_DIRECT write goes to an io-wq worker, which runs the
+/// writes of a file one after the other), so a small second group wastes
+/// the device's time; but any fixed minimum suited one load only (512 KiB:
+/// 0.78-0.88 of the raw writer with 256 appends in flight, 1.08 with 128;
+/// 2 MiB: 1.04-1.08 and 0.56-0.63). Following the group in flight keeps the
+/// two comparable: 0.86-1.2 from 32 to 256 appends in flight
+/// (`docs/benchmarks.md`).
+pub const BEHIND_SHARE: (u64, u64) = (3, 4);
+/// The least a group submitted behind another carries.
+pub const GROUP_BYTES_MIN: u64 = 64 << 10;
 /// Groups in flight at once. With one, the device idled while a completion
 /// reached the shard and the next group was prepared, and every other group
 /// was a one-batch write; with two (and partial blocks held back), the
@@ -102,6 +112,8 @@ struct InFlight {
     batch_end: u64,
     next: Offset,
     done: bool,
+    /// Its length.
+    bytes: u64,
 }
 
 #[derive(Default)]
@@ -248,7 +260,7 @@ impl SegmentAppender {
             let (written, can_submit) = {
                 let s = self.state.borrow();
                 let backlog = self.group_end(&s) - s.submitted_end;
-                let worth_it = s.inflight.is_empty() || backlog >= GROUP_BYTES_MIN;
+                let worth_it = s.inflight.is_empty() || backlog >= behind_bytes_min(&s);
                 let room = s.inflight.len() < WRITES_IN_FLIGHT_MAX;
                 let can = s.submitted_end < end && backlog > 0 && room && worth_it;
                 (s.written_end, can)
@@ -400,6 +412,7 @@ impl SegmentAppender {
             batch_end,
             next,
             done: false,
+            bytes: end - start,
         });
         let data = Pieces { pieces: &pieces, len };
         match &self.file {
@@ -553,6 +566,13 @@ fn group_end(start: u64, reserved_end: u64, alignment: Option<u64>, behind_anoth
     } else {
         end
     }
+}
+
+/// How many bytes must wait before a group is submitted behind the ones in
+/// flight ([`BEHIND_SHARE`]).
+fn behind_bytes_min(s: &State) -> u64 {
+    let in_flight: u64 = s.inflight.iter().map(|g| g.bytes).sum();
+    (in_flight * BEHIND_SHARE.0 / BEHIND_SHARE.1).max(GROUP_BYTES_MIN)
 }
 
 /// A group's bytes as the batches it is made of.
