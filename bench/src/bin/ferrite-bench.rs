@@ -138,7 +138,8 @@ enum Command {
     /// Append to one partition through the storage engine and compare with a
     /// plain sequential O_DIRECT writer on the same disk, in the same run.
     /// Prints progress, then one JSON line with append_mb_s, raw_write_mb_s,
-    /// ratio and recovery_mb_s.
+    /// ratio, recovery_mb_s, and the share of each side the disk was busy
+    /// (append_device_busy, raw_device_busy).
     Engine {
         /// Bytes to append (e.g. 2GiB, 512MiB).
         #[arg(long, default_value = "2GiB", value_parser = parse_size)]
