@@ -25,6 +25,7 @@
 
 pub mod batch;
 pub mod batch_cache;
+mod block_layout;
 pub mod checkpoint;
 pub mod clock;
 pub mod compression;

@@ -8,9 +8,10 @@
 //! `write_through(end)`. A task whose bytes are not yet submitted, when fewer
 //! than [`WRITES_IN_FLIGHT_MAX`] groups are in flight (behind another, once
 //! enough is waiting: [`BEHIND_SHARE`]), submits what is reserved so far as
-//! one group (see `group_end`); the others wait for progress. Under load this coalesces many small batches into few large
-//! writes, and the second group keeps the device busy while the first one's
-//! completion travels back and the shard prepares the next (measured in
+//! one group (see `group_end`); the others wait for progress. Under load
+//! this coalesces many small batches into few large writes, and the second
+//! group keeps the device busy while the first one's completion travels
+//! back and the shard prepares the next (measured in
 //! `docs/benchmarks.md`). When `write_through(end)` returns, every byte up to
 //! `end` is in the kernel: in the page cache ([`WriteMode::Buffered`]) or on
 //! the device ([`WriteMode::Direct`]). Groups may complete out of order; the
@@ -46,6 +47,7 @@ use std::task::{Poll, Waker};
 use bytes::Bytes;
 use glommio::io::{BufferedFile, DmaBuffer, DmaFile, OpenOptions};
 
+use crate::block_layout::{layout_direct, Pieces};
 use crate::error::{EngineError, Result};
 use crate::notify::Notify;
 use crate::types::Offset;
@@ -87,7 +89,7 @@ pub const WRITE_BYTES_MAX: usize = 4 << 20;
 /// the device's time; but any fixed minimum suited one load only (512 KiB:
 /// 0.78-0.88 of the raw writer with 256 appends in flight, 1.08 with 128;
 /// 2 MiB: 1.04-1.08 and 0.56-0.63). Following the group in flight keeps the
-/// two comparable: 0.86-1.2 from 32 to 256 appends in flight
+/// two comparable: 0.81-1.18 from 32 to 512 appends in flight
 /// (`docs/benchmarks.md`).
 pub const BEHIND_SHARE: (u64, u64) = (3, 4);
 /// The least a group submitted behind another carries.
@@ -112,8 +114,6 @@ struct InFlight {
     batch_end: u64,
     next: Offset,
     done: bool,
-    /// Its length.
-    bytes: u64,
 }
 
 #[derive(Default)]
@@ -412,7 +412,6 @@ impl SegmentAppender {
             batch_end,
             next,
             done: false,
-            bytes: end - start,
         });
         let data = Pieces { pieces: &pieces, len };
         match &self.file {
@@ -571,65 +570,8 @@ fn group_end(start: u64, reserved_end: u64, alignment: Option<u64>, behind_anoth
 /// How many bytes must wait before a group is submitted behind the ones in
 /// flight ([`BEHIND_SHARE`]).
 fn behind_bytes_min(s: &State) -> u64 {
-    let in_flight: u64 = s.inflight.iter().map(|g| g.bytes).sum();
+    let in_flight = s.submitted_end - s.completed_end;
     (in_flight * BEHIND_SHARE.0 / BEHIND_SHARE.1).max(GROUP_BYTES_MIN)
-}
-
-/// A group's bytes as the batches it is made of.
-struct Pieces<'a> {
-    pieces: &'a [Bytes],
-    len: usize,
-}
-
-impl Pieces<'_> {
-    /// Copies bytes `from..from + out.len()` of the concatenation into `out`.
-    fn copy_range(&self, from: usize, out: &mut [u8]) {
-        assert!(from + out.len() <= self.len, "range beyond the group");
-        let mut skip = from;
-        let mut at = 0;
-        for p in self.pieces {
-            if at == out.len() {
-                break;
-            }
-            if skip >= p.len() {
-                skip -= p.len();
-                continue;
-            }
-            let take = (p.len() - skip).min(out.len() - at);
-            out[at..at + take].copy_from_slice(&p[skip..skip + take]);
-            at += take;
-            skip = 0;
-        }
-    }
-
-    /// The last `n` bytes.
-    fn suffix(&self, n: usize) -> Vec<u8> {
-        let mut v = vec![0u8; n];
-        self.copy_range(self.len - n, &mut v);
-        v
-    }
-}
-
-/// Where to put a block-sized scratch buffer: glommio's aligned allocator in
-/// production, plain memory in the layout test.
-trait BlockAlloc {
-    type Buf: AsMut<[u8]>;
-    fn alloc(&self, len: usize) -> Self::Buf;
-}
-
-impl BlockAlloc for DmaFile {
-    type Buf = DmaBufferMut;
-    fn alloc(&self, len: usize) -> DmaBufferMut {
-        DmaBufferMut(self.alloc_dma_buffer(len))
-    }
-}
-
-struct DmaBufferMut(DmaBuffer);
-
-impl AsMut<[u8]> for DmaBufferMut {
-    fn as_mut(&mut self) -> &mut [u8] {
-        self.0.as_bytes_mut()
-    }
 }
 
 /// Lays out a direct-mode group of `data` starting at logical `start`,
@@ -643,62 +585,6 @@ fn plan_direct(file: &DmaFile, tail: &mut Vec<u8>, start: u64, data: &Pieces<'_>
         head: head.map(|(p, b)| (p, b.0)),
         body: body.map(|(p, b)| (p, Body::Direct(b.0))),
     }
-}
-
-type Placed<B> = Option<(u64, B)>;
-
-fn layout_direct<A: BlockAlloc>(
-    alloc: &A,
-    tail: &mut Vec<u8>,
-    start: u64,
-    data: &Pieces<'_>,
-    alignment: u64,
-) -> (Placed<A::Buf>, Placed<A::Buf>, u64) {
-    let a = alignment as usize;
-    let end = start + data.len as u64;
-    assert!(
-        tail.len() == (start % alignment) as usize,
-        "tail does not match the start"
-    );
-    let block_start = start - tail.len() as u64;
-    // Bytes of the group that go into the block holding `start`.
-    let head_take = if tail.is_empty() {
-        0
-    } else {
-        (a - tail.len()).min(data.len)
-    };
-    let head = (!tail.is_empty()).then(|| {
-        let mut block = alloc.alloc(a);
-        let b = block.as_mut();
-        b[..tail.len()].copy_from_slice(tail);
-        data.copy_range(0, &mut b[tail.len()..tail.len() + head_take]);
-        b[tail.len() + head_take..].fill(0);
-        (block_start, block)
-    });
-    let rest = data.len - head_take;
-    let body_pos = start + head_take as u64;
-    let body = (rest > 0).then(|| {
-        assert!(body_pos % alignment == 0, "body does not start on a block");
-        let padded = rest.div_ceil(a) * a;
-        let mut buf = alloc.alloc(padded);
-        let b = buf.as_mut();
-        data.copy_range(head_take, &mut b[..rest]);
-        b[rest..].fill(0);
-        (body_pos, buf)
-    });
-    // The new tail: the bytes of the block holding `end`, up to `end`.
-    let in_last_block = (end % alignment) as usize;
-    let new_tail = if in_last_block == 0 {
-        Vec::new()
-    } else if rest == 0 {
-        let mut t = std::mem::take(tail);
-        t.extend_from_slice(&data.suffix(data.len));
-        t
-    } else {
-        data.suffix(in_last_block)
-    };
-    *tail = new_tail;
-    (head, body, end)
 }
 
 /// The bytes of the block holding logical position `size`, from the block's
@@ -724,15 +610,6 @@ async fn read_tail(path: &Path, size: u64, alignment: u64) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
 
-    struct VecAlloc;
-
-    impl BlockAlloc for VecAlloc {
-        type Buf = Vec<u8>;
-        fn alloc(&self, len: usize) -> Vec<u8> {
-            vec![0xEE; len]
-        }
-    }
-
     #[test]
     fn groups_end_on_block_boundaries_except_a_lone_group() {
         let max = WRITE_BYTES_MAX as u64;
@@ -750,61 +627,5 @@ mod tests {
         // Cut short by the maximum: on a block boundary.
         assert_eq!(group_end(100, 100 + 2 * max, Some(512), false), max);
         assert_eq!(group_end(100, 100 + 2 * max, Some(512), true), max);
-    }
-
-    /// Applies layouts to an in-memory "device" in the worst legal order
-    /// (bodies first, heads after earlier groups) and checks the result.
-    #[test]
-    fn direct_layouts_reassemble_the_stream() {
-        let a = 16u64;
-        let mut tail = Vec::new();
-        let mut device = vec![0u8; 4096];
-        let mut stream = Vec::new();
-        let mut start = 0u64;
-        let mut x = 7u8;
-        for lens in [
-            vec![3usize],
-            vec![20, 1],
-            vec![13],
-            vec![16],
-            vec![1],
-            vec![1, 1, 1],
-            vec![40],
-            vec![5, 30],
-            vec![11],
-            vec![32],
-            vec![2],
-        ] {
-            let pieces: Vec<Bytes> = lens
-                .iter()
-                .map(|len| {
-                    Bytes::from(
-                        (0..*len)
-                            .map(|_| {
-                                x = x.wrapping_mul(31).wrapping_add(1);
-                                x | 1
-                            })
-                            .collect::<Vec<u8>>(),
-                    )
-                })
-                .collect();
-            for p in &pieces {
-                stream.extend_from_slice(p);
-            }
-            let len = pieces.iter().map(|p| p.len()).sum();
-            let (head, body, end) = layout_direct(&VecAlloc, &mut tail, start, &Pieces { pieces: &pieces, len }, a);
-            if let Some((pos, b)) = &body {
-                assert_eq!(pos % a, 0);
-                assert_eq!(b.len() as u64 % a, 0);
-                device[*pos as usize..*pos as usize + b.len()].copy_from_slice(b);
-            }
-            if let Some((pos, b)) = &head {
-                assert_eq!(pos % a, 0);
-                assert_eq!(b.len() as u64, a);
-                device[*pos as usize..*pos as usize + b.len()].copy_from_slice(b);
-            }
-            start = end;
-            assert_eq!(&device[..stream.len()], &stream[..], "after a group of {lens:?}");
-        }
     }
 }
