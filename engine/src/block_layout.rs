@@ -3,8 +3,10 @@
 //! takes only whole blocks. `layout_direct` returns the *head* (the block
 //! the group starts in, rewritten whole: the earlier bytes kept in `tail`
 //! followed by the group's first ones) and the *body* (the rest, from the
-//! next block boundary, zero-padded to a whole block). The module doc of
-//! `segment_appender` says in which order the appender submits them.
+//! next block boundary, zero-padded to a whole block). With
+//! [`Head::Joined`] the head is the start of the body instead: one write
+//! from the head block's start. The module doc of `segment_appender` says
+//! when each is used and in which order the appender submits the writes.
 
 use bytes::Bytes;
 use glommio::io::{DmaBuffer, DmaFile};
@@ -67,12 +69,24 @@ impl AsMut<[u8]> for DmaBufferMut {
 }
 pub(crate) type Placed<B> = Option<(u64, B)>;
 
+/// How the block a group starts in (when it starts inside one) is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// As its own one-block write, which must land after the earlier
+    /// group that padded that block.
+    Separate,
+    /// As the start of the body: one write from the block's start. Only
+    /// when every earlier group has completed.
+    Joined,
+}
+
 pub(crate) fn layout_direct<A: BlockAlloc>(
     alloc: &A,
     tail: &mut Vec<u8>,
     start: u64,
     data: &Pieces<'_>,
     alignment: u64,
+    head_mode: Head,
 ) -> (Placed<A::Buf>, Placed<A::Buf>, u64) {
     let a = alignment as usize;
     let end = start + data.len as u64;
@@ -87,6 +101,16 @@ pub(crate) fn layout_direct<A: BlockAlloc>(
     } else {
         (a - tail.len()).min(data.len)
     };
+    if head_mode == Head::Joined && !tail.is_empty() {
+        let padded = (tail.len() + data.len).div_ceil(a) * a;
+        let mut buf = alloc.alloc(padded);
+        let b = buf.as_mut();
+        b[..tail.len()].copy_from_slice(tail);
+        data.copy_range(0, &mut b[tail.len()..tail.len() + data.len]);
+        b[tail.len() + data.len..].fill(0);
+        *tail = new_tail(std::mem::take(tail), data, end, alignment, data.len - head_take);
+        return (None, Some((block_start, buf)), end);
+    }
     let head = (!tail.is_empty()).then(|| {
         let mut block = alloc.alloc(a);
         let b = block.as_mut();
@@ -106,19 +130,24 @@ pub(crate) fn layout_direct<A: BlockAlloc>(
         b[rest..].fill(0);
         (body_pos, buf)
     });
-    // The new tail: the bytes of the block holding `end`, up to `end`.
+    *tail = new_tail(std::mem::take(tail), data, end, alignment, rest);
+    (head, body, end)
+}
+
+/// The tail after a group ending at `end`: the bytes of the block holding
+/// `end`, up to `end`. `rest` counts the group's bytes past the block it
+/// started in (none: the group stayed inside `old`'s block).
+fn new_tail(old: Vec<u8>, data: &Pieces<'_>, end: u64, alignment: u64, rest: usize) -> Vec<u8> {
     let in_last_block = (end % alignment) as usize;
-    let new_tail = if in_last_block == 0 {
+    if in_last_block == 0 {
         Vec::new()
     } else if rest == 0 {
-        let mut t = std::mem::take(tail);
+        let mut t = old;
         t.extend_from_slice(&data.suffix(data.len));
         t
     } else {
         data.suffix(in_last_block)
-    };
-    *tail = new_tail;
-    (head, body, end)
+    }
 }
 
 #[cfg(test)]
@@ -134,16 +163,23 @@ mod tests {
         }
     }
 
-    /// (bodies first, heads after earlier groups) and checks the result.
+    /// (bodies first, heads after earlier groups) and checks the result,
+    /// with heads written separately, joined to the body, and alternating.
     #[test]
     fn direct_layouts_reassemble_the_stream() {
+        for modes in [[Head::Separate; 2], [Head::Joined; 2], [Head::Separate, Head::Joined]] {
+            reassemble(modes);
+        }
+    }
+
+    fn reassemble(modes: [Head; 2]) {
         let a = 16u64;
         let mut tail = Vec::new();
         let mut device = vec![0u8; 4096];
         let mut stream = Vec::new();
         let mut start = 0u64;
         let mut x = 7u8;
-        for lens in [
+        for (i, lens) in [
             vec![3usize],
             vec![20, 1],
             vec![13],
@@ -155,7 +191,11 @@ mod tests {
             vec![11],
             vec![32],
             vec![2],
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mode = modes[i % 2];
             let pieces: Vec<Bytes> = lens
                 .iter()
                 .map(|len| {
@@ -173,7 +213,10 @@ mod tests {
                 stream.extend_from_slice(p);
             }
             let len = pieces.iter().map(|p| p.len()).sum();
-            let (head, body, end) = layout_direct(&VecAlloc, &mut tail, start, &Pieces { pieces: &pieces, len }, a);
+            let (head, body, end) = layout_direct(&VecAlloc, &mut tail, start, &Pieces { pieces: &pieces, len }, a, mode);
+            if mode == Head::Joined {
+                assert!(head.is_none(), "a joined head is part of the body");
+            }
             if let Some((pos, b)) = &body {
                 assert_eq!(pos % a, 0);
                 assert_eq!(b.len() as u64 % a, 0);
@@ -185,7 +228,7 @@ mod tests {
                 device[*pos as usize..*pos as usize + b.len()].copy_from_slice(b);
             }
             start = end;
-            assert_eq!(&device[..stream.len()], &stream[..], "after a group of {lens:?}");
+            assert_eq!(&device[..stream.len()], &stream[..], "after a group of {lens:?} ({mode:?})");
         }
     }
 }

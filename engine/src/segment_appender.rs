@@ -26,14 +26,22 @@
 //! block boundary: its partial last block goes out with the next group.
 //! Under load, then, every group starts aligned. A group submitted alone
 //! takes everything (one write for a lone append), and the group after it
-//! starts inside a block `P`; it is split in two writes:
+//! starts inside a block `P`, which it rewrites whole: the bytes earlier
+//! groups put there (kept in `tail`) followed by its own first ones.
 //!
-//! - the *body*, from the next block boundary on, zero-padded to a boundary.
-//!   It overlaps no earlier write, so it is submitted at once;
-//! - the *head*: block `P` rewritten whole — the bytes earlier groups put
-//!   there (kept in `tail`) followed by this group's first bytes. It is
-//!   submitted only once every earlier group has completed, so it lands
-//!   after the write that put the zero padding in `P`.
+//! - If every earlier group has completed when it is planned (always so
+//!   for a follower, which appends one fetch at a time), `P` is the start
+//!   of its one write (`Head::Joined`).
+//! - Otherwise it is split in two writes: the *body*, from the next block
+//!   boundary on, zero-padded to a boundary, which overlaps no earlier
+//!   write and is submitted at once; and the *head*, block `P`, submitted
+//!   only once every earlier group has completed, so that it lands after
+//!   the write that put the zero padding in `P`.
+//!
+//! Each write costs the kernel a submission to the device (in a VM, an
+//! exit to the hypervisor), so joining them matters: in an RF 3 run on
+//! the development machine, the separate heads were 10,000 of the 22,000
+//! device writes a second (`docs/benchmarks.md`).
 //!
 //! The file therefore may end with up to one block of zeros past the logical
 //! end; `seal` cuts it off, and recovery treats it like any torn tail.
@@ -47,7 +55,7 @@ use std::task::{Poll, Waker};
 use bytes::Bytes;
 use glommio::io::{BufferedFile, DmaBuffer, DmaFile, OpenOptions};
 
-use crate::block_layout::{layout_direct, Pieces};
+use crate::block_layout::{layout_direct, Head, Pieces};
 use crate::error::{EngineError, Result};
 use crate::notify::Notify;
 use crate::types::Offset;
@@ -404,6 +412,11 @@ impl SegmentAppender {
             }
         }
         let len = (end - start) as usize;
+        // Nothing in flight: no earlier write can land after this group's.
+        let head = if s.inflight.is_empty() { Head::Joined } else { Head::Separate };
+        if head == Head::Joined {
+            assert!(s.completed_end == start, "a joined head with an earlier write outstanding");
+        }
         s.submitted_end = end;
         s.submitted_batch_end = batch_end;
         s.submitted_next = next;
@@ -425,7 +438,7 @@ impl SegmentAppender {
                     body: Some((start, Body::Buffered(bytes))),
                 }
             }
-            WriteFile::Direct { file, alignment } => plan_direct(file, &mut s.tail, start, &data, *alignment),
+            WriteFile::Direct { file, alignment } => plan_direct(file, &mut s.tail, start, &data, *alignment, head),
         }
     }
 
@@ -577,8 +590,15 @@ fn behind_bytes_min(s: &State) -> u64 {
 /// Lays out a direct-mode group of `data` starting at logical `start`,
 /// where `tail` holds the bytes of the block containing `start` up to it.
 /// Updates `tail` for the group's end.
-fn plan_direct(file: &DmaFile, tail: &mut Vec<u8>, start: u64, data: &Pieces<'_>, alignment: u64) -> GroupPlan {
-    let (head, body, end) = layout_direct(file, tail, start, data, alignment);
+fn plan_direct(
+    file: &DmaFile,
+    tail: &mut Vec<u8>,
+    start: u64,
+    data: &Pieces<'_>,
+    alignment: u64,
+    head_mode: Head,
+) -> GroupPlan {
+    let (head, body, end) = layout_direct(file, tail, start, data, alignment, head_mode);
     GroupPlan {
         start,
         end,
