@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use glommio::sync::Semaphore;
 
 use crate::batch::{self, BatchInfo, Validation};
@@ -53,6 +53,42 @@ pub enum AppendMode {
     /// A follower appending batches fetched from its leader: offsets and
     /// epochs are kept as they are.
     Replica,
+}
+
+/// The bytes of an append. A leader's are stamped in place (offsets and
+/// epoch), so they come owned; a follower's are stored as they came, so a
+/// slice of the fetch response will do and is not copied.
+pub(crate) enum RecordBytes {
+    Owned(BytesMut),
+    Shared(Bytes),
+}
+
+impl RecordBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            RecordBytes::Owned(m) => m,
+            RecordBytes::Shared(b) => b,
+        }
+    }
+
+    /// The bytes to stamp; shared ones are copied first (not expected:
+    /// only a leader stamps, and its bytes come owned).
+    fn to_mut(&mut self) -> &mut BytesMut {
+        if let RecordBytes::Shared(b) = self {
+            *self = RecordBytes::Owned(BytesMut::from(&b[..]));
+        }
+        match self {
+            RecordBytes::Owned(m) => m,
+            RecordBytes::Shared(_) => unreachable!("made owned above"),
+        }
+    }
+
+    fn freeze(self) -> Bytes {
+        match self {
+            RecordBytes::Owned(m) => m.freeze(),
+            RecordBytes::Shared(b) => b,
+        }
+    }
 }
 
 /// What an append did.
@@ -283,15 +319,31 @@ impl PartitionLog {
     /// Appends are placed in the order of the calls (`append` takes its turn
     /// ticket before its first await), whatever each then waits for.
     pub async fn append(self: &Rc<Self>, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
+        let records = match mode {
+            AppendMode::Leader { .. } => RecordBytes::Owned(records),
+            AppendMode::Replica => RecordBytes::Shared(records.freeze()),
+        };
+        self.append_bytes(records, mode).await
+    }
+
+    /// A follower's append ([`AppendMode::Replica`]) of batches fetched
+    /// from its leader, taking them as shared bytes: they are stored as
+    /// they came, so a slice of the fetch response is written without a
+    /// copy.
+    pub async fn append_replica(self: &Rc<Self>, records: Bytes) -> Result<AppendInfo> {
+        self.append_bytes(RecordBytes::Shared(records), AppendMode::Replica).await
+    }
+
+    async fn append_bytes(self: &Rc<Self>, records: RecordBytes, mode: AppendMode) -> Result<AppendInfo> {
         let ticket = self.turns.ticket();
         let this = self.clone();
         detached(async move { this.append_inner(records, mode, ticket).await }).await
     }
 
-    async fn append_inner(&self, records: BytesMut, mode: AppendMode, ticket: u64) -> Result<AppendInfo> {
+    async fn append_inner(&self, records: RecordBytes, mode: AppendMode, ticket: u64) -> Result<AppendInfo> {
         let ticket = self.turns.hold(ticket);
         self.check_usable()?;
-        let batches = self.validate_record_set(&records, mode)?;
+        let batches = self.validate_record_set(records.as_slice(), mode)?;
         let permit = ticket.turn().await;
         self.check_usable()?;
         if let AppendMode::Leader { .. } = mode {
@@ -310,7 +362,7 @@ impl PartitionLog {
                 log_end: self.active().next_offset(),
             });
         }
-        if self.should_roll(records.len() as u64, &batches, base, mode) {
+        if self.should_roll(records.as_slice().len() as u64, &batches, base, mode) {
             self.roll(base).await?;
         }
         let (info, appender, end_pos) = self.reserve(records, &batches, mode);
@@ -552,7 +604,7 @@ impl PartitionLog {
     /// order is decided here.
     fn reserve(
         &self,
-        mut records: BytesMut,
+        mut records: RecordBytes,
         batches: &[(usize, BatchInfo)],
         mode: AppendMode,
     ) -> (AppendInfo, Rc<crate::segment_appender::SegmentAppender>, u64) {
@@ -567,7 +619,7 @@ impl PartitionLog {
         for (pos, info) in batches {
             let mut info = *info;
             if let AppendMode::Leader { epoch } = mode {
-                batch::stamp(&mut records[*pos..], next, epoch);
+                batch::stamp(&mut records.to_mut()[*pos..], next, epoch);
                 info.base_offset = next;
                 info.leader_epoch = epoch;
             }

@@ -9,7 +9,7 @@ use bytes::BytesMut;
 use crate::batch::build_batch;
 use crate::clock::SystemClock;
 use crate::error::EngineError;
-use crate::log::{AppendMode, PartitionLog};
+use crate::log::{AppendMode, PartitionLog, RecordBytes};
 use crate::log_config::LogConfig;
 use crate::log_read::{ReadRegion, SizeLimit};
 use crate::recovery::{OpenParams, Repair};
@@ -45,7 +45,7 @@ async fn open(dir: &std::path::Path, config: LogConfig) -> Rc<PartitionLog> {
 /// Reserves `records` the way an append does, without writing them.
 fn reserve_only(log: &PartitionLog, records: BytesMut) {
     let batches = log.validate_record_set(&records, LEADER).expect("valid");
-    let _ = log.reserve(records, &batches, LEADER);
+    let _ = log.reserve(RecordBytes::Owned(records), &batches, LEADER);
 }
 
 #[test]
@@ -136,4 +136,16 @@ fn a_reserved_batch_the_cache_does_not_hold_is_read_once_written() {
         writer.await;
         log.close().await.expect("close");
     });
+}
+
+/// Shared bytes asked for in place (only a leader stamps, and its bytes come
+/// owned) are copied first, never written through the shared buffer.
+#[test]
+fn shared_record_bytes_are_copied_before_stamping() {
+    let shared = bytes::Bytes::from(vec![1u8, 2, 3]);
+    let mut records = RecordBytes::Shared(shared.clone());
+    records.to_mut()[0] = 9;
+    assert_eq!(&shared[..], &[1, 2, 3], "the shared buffer is untouched");
+    assert_eq!(records.as_slice(), &[9, 2, 3]);
+    assert_eq!(&records.freeze()[..], &[9, 2, 3]);
 }

@@ -12,7 +12,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use ferrite_engine::notify::Notify;
 use ferrite_engine::types::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_engine::{AppendInfo, AppendMode, PartitionLog};
@@ -229,7 +229,7 @@ impl LocalReplica {
     /// by compaction, say, which the follower's own retention would keep).
     pub async fn append_fetched(
         &self,
-        records: BytesMut,
+        records: Bytes,
         leader_hw: Offset,
         leader_log_start: Offset,
     ) -> Result<(), ReplicaOpError> {
@@ -238,7 +238,7 @@ impl LocalReplica {
             return Ok(());
         }
         if !records.is_empty() {
-            self.log.append(records, AppendMode::Replica).await?;
+            self.log.append_replica(records).await?;
         }
         if self.log.can_delete_below(leader_log_start) {
             let outcome = self.log.delete_segments_below(leader_log_start).await?;

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use ferrite_engine::batch::build_batch;
 use ferrite_engine::clock::SystemClock;
 use ferrite_engine::{
@@ -160,9 +160,9 @@ async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
                     .read(from, 1 << 20, grant.log_end, SizeLimit::AtLeastOneBatch)
                     .await
                     .unwrap();
-                BytesMut::from(&read.to_vec().await.unwrap()[..])
+                Bytes::from(read.to_vec().await.unwrap())
             } else {
-                BytesMut::new()
+                Bytes::new()
             };
             let leader_start = leader.replica.log().log_start_offset();
             n.replica.append_fetched(records, grant.hw, leader_start).await.unwrap();

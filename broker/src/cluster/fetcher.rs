@@ -10,7 +10,6 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use ferrite_engine::notify::Notify;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_replication::{Backoff, BrokerId, LocalReplica, ReplicationError};
@@ -334,6 +333,7 @@ async fn fetch(
             replica_fetch::encode(w, limits, &request)
         })
         .await?;
+    let response_bytes = r.remaining();
     let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid_data)?;
     let mut applies = Vec::with_capacity(fetched.len());
     for p in fetched {
@@ -349,7 +349,7 @@ async fn fetch(
         if asked_at.is_none_or(|q| q.fetch_offset != replica.log().log_end_offset().0) {
             continue;
         }
-        applies.push(apply(tp, replica, p));
+        applies.push(apply(tp, replica, p, response_bytes));
     }
     // Partitions are independent logs: their appends go to the device side
     // by side rather than one after another.
@@ -361,13 +361,24 @@ async fn fetch(
     Ok(())
 }
 
+/// A partition's records are appended as a slice of the fetch response
+/// (no copy) when they are at least this share of it, and copied out
+/// otherwise: the log's batch cache keeps what it is given, and a small
+/// slice would keep the whole response alive. So the memory behind a
+/// follower's cache is at most this many times the bytes it counts.
+pub const SHARED_RECORDS_SHARE_MIN: usize = 4;
+
 /// Applies one partition of a fetch response; true when the fetcher should
 /// back off (an error the leader sent, or one applying the records).
-async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched) -> bool {
+async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched, response_bytes: usize) -> bool {
     let result = match p.error {
         0 => {
             let whole = replica_fetch::whole_batches(&p.records);
-            let records = BytesMut::from(&p.records[..whole]);
+            let records = if whole * SHARED_RECORDS_SHARE_MIN >= response_bytes {
+                p.records.slice(..whole)
+            } else {
+                bytes::Bytes::copy_from_slice(&p.records[..whole])
+            };
             replica
                 .append_fetched(records, Offset(p.high_watermark), Offset(p.log_start_offset))
                 .await
