@@ -44,24 +44,17 @@
 //! device writes a second (`docs/benchmarks.md`).
 //!
 //! The block is the larger of the device's O_DIRECT alignment and the file
-//! system's block (`st_blksize`, 4 KiB on ext4): a write that starts or
-//! ends inside a file-system block makes the kernel zero the rest of a
-//! newly allocated block and take the inode lock exclusively.
+//! system's block (`st_blksize`, 4 KiB on ext4): the kernel zeroes the
+//! rest of a newly allocated file-system block that a direct write covers
+//! only in part, and ext4 serialises such unaligned writes. In an RF 3
+//! acks=all run on the development machine, aligning to 4 KiB instead of
+//! 512 bytes raised throughput by 8-16 % (`docs/benchmarks.md`).
 //!
-//! The file is also extended ahead of the writes with `fallocate`
-//! ([`PREALLOCATE_BYTES`] at a time), so that a write does not extend it:
-//! on ext4 an O_DIRECT write past the file's size takes the inode lock
-//! exclusively and journals the inode twice (orphan list, then the new
-//! size). In an RF 3 acks=all run on the development machine,
-//! preallocation cut ext4's journal handles by 37 % and context switches
-//! by a third; writes into the preallocated (unwritten) extents still go
-//! to io-wq workers. Alignment and preallocation together raised RF 1
-//! acks=1 throughput by a fifth and RF 3 acks=all by up to a quarter
-//! (`docs/benchmarks.md`).
-//!
-//! The file therefore may end with zeros past the logical end: the padding
-//! of the last block and the preallocated space. `seal` and a clean close
-//! cut them off, and recovery treats them like any torn tail.
+//! The file therefore may end with up to one block of zeros past the
+//! logical end; `seal` and a clean close cut it off, and recovery treats it
+//! like any torn tail. Segment files are not preallocated: writes into
+//! `fallocate`d (unwritten) extents made the broker faster but the
+//! single-partition engine benchmark slower (`docs/benchmarks.md`).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -119,10 +112,6 @@ pub const WRITE_BYTES_MAX: usize = 4 << 20;
 pub const BEHIND_SHARE: (u64, u64) = (3, 4);
 /// The least a group submitted behind another carries.
 pub const GROUP_BYTES_MIN: u64 = 64 << 10;
-/// How far ahead of its writes a direct-mode segment's file is extended
-/// (`fallocate`, file size included). An active segment holds up to this
-/// much disk space beyond its data until it is sealed or closed.
-pub const PREALLOCATE_BYTES: u64 = 16 << 20;
 /// The largest file-system block used as the direct-mode block; a larger
 /// (or odd) `st_blksize` falls back to the device's alignment.
 const FS_BLOCK_BYTES_MAX: u64 = 64 << 10;
@@ -174,17 +163,12 @@ struct State {
     tail: Vec<u8>,
     /// Set when a write failed; every later call fails with it.
     failed: Option<String>,
-    /// Direct mode: the file's size as extended by preallocation (writes
-    /// below it do not extend the file); `None` once preallocation failed.
-    allocated_end: Option<u64>,
 }
 
 /// What one group writes.
 struct GroupPlan {
     start: u64,
     end: u64,
-    /// Direct: extend the file to this size before writing.
-    preallocate: Option<u64>,
     /// Direct: the rewritten first block (position, one aligned block).
     head: Option<(u64, DmaBuffer)>,
     /// The rest, at its position.
@@ -246,7 +230,6 @@ impl SegmentAppender {
                 written_end: size,
                 written_next: next,
                 tail,
-                allocated_end: Some(size),
                 ..State::default()
             }),
             progress: Notify::new(),
@@ -376,12 +359,7 @@ impl SegmentAppender {
                 Some((pos, Body::Buffered(bytes))) => crate::index::write_all(file, &self.path, bytes, *pos).await,
                 _ => Ok(()),
             },
-            WriteFile::Direct { file, .. } => {
-                if let Some(size) = plan.preallocate {
-                    self.preallocate(file, size).await;
-                }
-                self.write_direct(file, start, plan.head, plan.body).await
-            }
+            WriteFile::Direct { file, .. } => self.write_direct(file, start, plan.head, plan.body).await,
         };
         let mut s = self.state.borrow_mut();
         match result {
@@ -470,33 +448,11 @@ impl SegmentAppender {
                 GroupPlan {
                     start,
                     end,
-                    preallocate: None,
                     head: None,
                     body: Some((start, Body::Buffered(bytes))),
                 }
             }
-            WriteFile::Direct { file, alignment } => {
-                let mut plan = plan_direct(file, &mut s.tail, start, &data, *alignment, head);
-                let padded_end = end.div_ceil(*alignment) * *alignment;
-                if let Some(allocated) = s.allocated_end.filter(|a| *a < padded_end) {
-                    let size = padded_end.div_ceil(PREALLOCATE_BYTES) * PREALLOCATE_BYTES;
-                    assert!(size > allocated, "preallocation does not grow the file");
-                    s.allocated_end = Some(size);
-                    plan.preallocate = Some(size);
-                }
-                plan
-            }
-        }
-    }
-
-    /// Extends the file to `size` ahead of the writes. A failure (a file
-    /// system without `fallocate`, no space) only costs speed: the writes
-    /// then extend the file themselves, and preallocation stops.
-    async fn preallocate(&self, file: &DmaFile, size: u64) {
-        if let Err(e) = file.pre_allocate(size, false).await {
-            tracing::warn!(path = %self.path.display(), size, error = %e,
-                "preallocating a segment failed; writes extend the file instead");
-            self.state.borrow_mut().allocated_end = None;
+            WriteFile::Direct { file, alignment } => plan_direct(file, &mut s.tail, start, &data, *alignment, head),
         }
     }
 
@@ -587,12 +543,7 @@ impl SegmentAppender {
             WriteFile::Direct { file, .. } => file.as_raw_fd(),
             WriteFile::Buffered(file) => file.as_raw_fd(),
         };
-        crate::sys::truncate_fd(fd, len, &self.path)?;
-        let mut s = self.state.borrow_mut();
-        if s.allocated_end.is_some() {
-            s.allocated_end = Some(len);
-        }
-        Ok(())
+        crate::sys::truncate_fd(fd, len, &self.path)
     }
 
     /// After a log truncation: restarts the appender at `len` / `next`,
@@ -665,7 +616,6 @@ fn plan_direct(
     GroupPlan {
         start,
         end,
-        preallocate: None,
         head: head.map(|(p, b)| (p, b.0)),
         body: body.map(|(p, b)| (p, Body::Direct(b.0))),
     }

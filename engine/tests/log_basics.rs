@@ -184,56 +184,6 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
     });
 }
 
-/// Direct mode extends an active segment's file ahead of its writes; a
-/// crash leaves the preallocated zeros, which recovery cuts at the last
-/// batch, and sealing and a clean close cut the file to its data.
-#[test]
-fn preallocated_segment_space_is_cut_by_recovery_seal_and_close() {
-    use ferrite_engine::segment_appender::PREALLOCATE_BYTES;
-    let dir = tempfile::tempdir().unwrap();
-    let len = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().len();
-    run(|| async {
-        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
-        let config = LogConfig {
-            segment_bytes: 64 << 10,
-            ..LogConfig::default()
-        };
-        let open = || PartitionLog::open_with_report(params(dir.path(), config.clone(), WriteMode::Direct, clock.clone()));
-        let (log, _) = open().await.unwrap();
-        let mut bytes = 0u64;
-        for i in 0..10 {
-            bytes += log.append(producer_batch(3, 333, i, 1), LEADER).await.unwrap().bytes as u64;
-        }
-        let first = "00000000000000000000.log";
-        assert!(len(first) >= PREALLOCATE_BYTES, "the active file is preallocated");
-        let before = read_all(&log, Offset(0), 1 << 20).await;
-        // Crash: no close.
-        drop(log);
-        let (log, report) = open().await.unwrap();
-        let cut = report.truncated_at.clone().map(|(_, at)| at);
-        assert_eq!(cut, Some(bytes), "recovery cuts the zeros at the last batch: {report:?}");
-        assert_eq!(len(first), bytes);
-        assert_eq!(read_all(&log, Offset(0), 1 << 20).await, before);
-        // Enough to roll: the sealed segment is cut to its data.
-        let mut more = 0u64;
-        while more < 64 << 10 {
-            more += log.append(producer_batch(3, 333, 0, 2), LEADER).await.unwrap().bytes as u64;
-        }
-        let mut files: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".log"))
-            .collect();
-        files.sort();
-        assert!(files.len() >= 2, "rolled: {files:?}");
-        let sealed: u64 = files[..files.len() - 1].iter().map(|f| len(f)).sum();
-        let active = files[files.len() - 1].clone();
-        assert!(len(&active) >= PREALLOCATE_BYTES, "the new active file is preallocated");
-        log.close().await.unwrap();
-        assert_eq!(sealed + len(&active), bytes + more, "sealed and closed files hold their data only");
-    });
-}
-
 #[test]
 fn timestamp_lookup_finds_the_first_record_at_or_after() {
     let dir = tempfile::tempdir().unwrap();
