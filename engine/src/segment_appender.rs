@@ -452,7 +452,15 @@ impl SegmentAppender {
                     body: Some((start, Body::Buffered(bytes))),
                 }
             }
-            WriteFile::Direct { file, alignment } => plan_direct(file, &mut s.tail, start, &data, *alignment, head),
+            WriteFile::Direct { file, alignment } => {
+                let (head, body, end) = layout_direct(file, &mut s.tail, start, &data, *alignment, head);
+                GroupPlan {
+                    start,
+                    end,
+                    head: head.map(|(p, b)| (p, b.0)),
+                    body: body.map(|(p, b)| (p, Body::Direct(b.0))),
+                }
+            }
         }
     }
 
@@ -599,26 +607,6 @@ fn group_end(start: u64, reserved_end: u64, alignment: Option<u64>, behind_anoth
 fn behind_bytes_min(s: &State) -> u64 {
     let in_flight = s.submitted_end - s.completed_end;
     (in_flight * BEHIND_SHARE.0 / BEHIND_SHARE.1).max(GROUP_BYTES_MIN)
-}
-
-/// Lays out a direct-mode group of `data` starting at logical `start`,
-/// where `tail` holds the bytes of the block containing `start` up to it.
-/// Updates `tail` for the group's end.
-fn plan_direct(
-    file: &DmaFile,
-    tail: &mut Vec<u8>,
-    start: u64,
-    data: &Pieces<'_>,
-    alignment: u64,
-    head_mode: Head,
-) -> GroupPlan {
-    let (head, body, end) = layout_direct(file, tail, start, data, alignment, head_mode);
-    GroupPlan {
-        start,
-        end,
-        head: head.map(|(p, b)| (p, b.0)),
-        body: body.map(|(p, b)| (p, Body::Direct(b.0))),
-    }
 }
 
 /// The direct-mode block for a file at `path`: the device's O_DIRECT
