@@ -213,7 +213,8 @@ mod tests {
                 stream.extend_from_slice(p);
             }
             let len = pieces.iter().map(|p| p.len()).sum();
-            let (head, body, end) = layout_direct(&VecAlloc, &mut tail, start, &Pieces { pieces: &pieces, len }, a, mode);
+            let (head, body, end) =
+                layout_direct(&VecAlloc, &mut tail, start, &Pieces { pieces: &pieces, len }, a, mode);
             if mode == Head::Joined {
                 assert!(head.is_none(), "a joined head is part of the body");
             }
@@ -228,7 +229,11 @@ mod tests {
                 device[*pos as usize..*pos as usize + b.len()].copy_from_slice(b);
             }
             start = end;
-            assert_eq!(&device[..stream.len()], &stream[..], "after a group of {lens:?} ({mode:?})");
+            assert_eq!(
+                &device[..stream.len()],
+                &stream[..],
+                "after a group of {lens:?} ({mode:?})"
+            );
         }
     }
 }

@@ -331,7 +331,8 @@ impl PartitionLog {
     /// they came, so a slice of the fetch response is written without a
     /// copy.
     pub async fn append_replica(self: &Rc<Self>, records: Bytes) -> Result<AppendInfo> {
-        self.append_bytes(RecordBytes::Shared(records), AppendMode::Replica).await
+        self.append_bytes(RecordBytes::Shared(records), AppendMode::Replica)
+            .await
     }
 
     async fn append_bytes(self: &Rc<Self>, records: RecordBytes, mode: AppendMode) -> Result<AppendInfo> {

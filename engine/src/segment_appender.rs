@@ -427,9 +427,16 @@ impl SegmentAppender {
         }
         let len = (end - start) as usize;
         // Nothing in flight: no earlier write can land after this group's.
-        let head = if s.inflight.is_empty() { Head::Joined } else { Head::Separate };
+        let head = if s.inflight.is_empty() {
+            Head::Joined
+        } else {
+            Head::Separate
+        };
         if head == Head::Joined {
-            assert!(s.completed_end == start, "a joined head with an earlier write outstanding");
+            assert!(
+                s.completed_end == start,
+                "a joined head with an earlier write outstanding"
+            );
         }
         s.submitted_end = end;
         s.submitted_batch_end = batch_end;
@@ -619,7 +626,10 @@ fn direct_block_bytes(alignment: u64, path: &Path) -> Result<u64> {
         .blksize();
     let usable = fs_block.is_power_of_two() && fs_block <= FS_BLOCK_BYTES_MAX;
     let block = if usable { alignment.max(fs_block) } else { alignment };
-    assert!(block % alignment == 0, "the block is not a multiple of the device's alignment");
+    assert!(
+        block % alignment == 0,
+        "the block is not a multiple of the device's alignment"
+    );
     Ok(block)
 }
 
