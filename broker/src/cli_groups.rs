@@ -629,9 +629,9 @@ fn delete_one(boot: &mut Connection, group: &str) -> Result<(), ClientError> {
 
 #[path = "cli_groups_reset.rs"]
 mod reset;
-use reset::reset_offsets;
 #[cfg(test)]
 use reset::new_offset;
+use reset::reset_offsets;
 
 #[cfg(test)]
 #[path = "cli_groups_tests.rs"]

@@ -44,7 +44,13 @@ fn select_partitions(meta: &MetadataInfo, specs: &[(String, Option<Vec<i32>>)]) 
 }
 
 /// The new offset of one partition whose log spans [start, end].
-pub(super) fn new_offset(target: &ResetTarget, tp: &Tp, start: i64, end: i64, current: Option<i64>) -> Result<i64, ClientError> {
+pub(super) fn new_offset(
+    target: &ResetTarget,
+    tp: &Tp,
+    start: i64,
+    end: i64,
+    current: Option<i64>,
+) -> Result<i64, ClientError> {
     let want = if target.to_earliest {
         start
     } else if target.to_latest {
@@ -181,4 +187,3 @@ fn commit(boot: &mut Connection, group: &str, plan: &BTreeMap<Tp, i64>) -> Resul
     );
     Err(kafka_error(&what, first, hint))
 }
-
