@@ -8,6 +8,8 @@
 //! from the head block's start. The module doc of `segment_appender` says
 //! when each is used and in which order the appender submits the writes.
 
+use std::ops::Range;
+
 use bytes::Bytes;
 use glommio::io::{DmaBuffer, DmaFile};
 
@@ -101,47 +103,41 @@ pub(crate) fn layout_direct<A: BlockAlloc>(
     } else {
         (a - tail.len()).min(data.len)
     };
-    if head_mode == Head::Joined && !tail.is_empty() {
-        let padded = (tail.len() + data.len).div_ceil(a) * a;
-        let mut buf = alloc.alloc(padded);
-        let b = buf.as_mut();
-        b[..tail.len()].copy_from_slice(tail);
-        data.copy_range(0, &mut b[tail.len()..tail.len() + data.len]);
-        b[tail.len() + data.len..].fill(0);
-        *tail = new_tail(std::mem::take(tail), data, end, alignment, data.len - head_take);
-        return (None, Some((block_start, buf)), end);
-    }
-    let head = (!tail.is_empty()).then(|| {
-        let mut block = alloc.alloc(a);
-        let b = block.as_mut();
-        b[..tail.len()].copy_from_slice(tail);
-        data.copy_range(0, &mut b[tail.len()..tail.len() + head_take]);
-        b[tail.len() + head_take..].fill(0);
-        (block_start, block)
-    });
-    let rest = data.len - head_take;
-    let body_pos = start + head_take as u64;
-    let body = (rest > 0).then(|| {
-        assert!(body_pos % alignment == 0, "body does not start on a block");
-        let padded = rest.div_ceil(a) * a;
-        let mut buf = alloc.alloc(padded);
-        let b = buf.as_mut();
-        data.copy_range(head_take, &mut b[..rest]);
-        b[rest..].fill(0);
-        (body_pos, buf)
-    });
-    *tail = new_tail(std::mem::take(tail), data, end, alignment, rest);
+    let (head, body) = if head_mode == Head::Joined && !tail.is_empty() {
+        (None, Some((block_start, blocks(alloc, a, tail, data, 0..data.len))))
+    } else {
+        let head = (!tail.is_empty()).then(|| (block_start, blocks(alloc, a, tail, data, 0..head_take)));
+        let body_pos = start + head_take as u64;
+        let body = (head_take < data.len).then(|| {
+            assert!(body_pos % alignment == 0, "body does not start on a block");
+            (body_pos, blocks(alloc, a, &[], data, head_take..data.len))
+        });
+        (head, body)
+    };
+    *tail = new_tail(std::mem::take(tail), data, end, alignment);
     (head, body, end)
 }
 
+/// A write buffer of whole blocks: `prefix`, then the group's bytes
+/// `range`, then zeros up to the next block boundary.
+fn blocks<A: BlockAlloc>(alloc: &A, a: usize, prefix: &[u8], data: &Pieces<'_>, range: Range<usize>) -> A::Buf {
+    let len = prefix.len() + range.len();
+    let mut buf = alloc.alloc(len.div_ceil(a) * a);
+    let b = buf.as_mut();
+    b[..prefix.len()].copy_from_slice(prefix);
+    data.copy_range(range.start, &mut b[prefix.len()..len]);
+    b[len..].fill(0);
+    buf
+}
+
 /// The tail after a group ending at `end`: the bytes of the block holding
-/// `end`, up to `end`. `rest` counts the group's bytes past the block it
-/// started in (none: the group stayed inside `old`'s block).
-fn new_tail(old: Vec<u8>, data: &Pieces<'_>, end: u64, alignment: u64, rest: usize) -> Vec<u8> {
+/// `end`, up to `end`. When that block is the one the group started in
+/// (it holds more than the group's bytes), `old`'s bytes come first.
+fn new_tail(old: Vec<u8>, data: &Pieces<'_>, end: u64, alignment: u64) -> Vec<u8> {
     let in_last_block = (end % alignment) as usize;
     if in_last_block == 0 {
         Vec::new()
-    } else if rest == 0 {
+    } else if in_last_block > data.len {
         let mut t = old;
         t.extend_from_slice(&data.suffix(data.len));
         t
