@@ -116,7 +116,9 @@ enum Command {
         partitions: i32,
         #[arg(long, default_value_t = 3)]
         connections: usize,
-        #[arg(long, default_value_t = 16)]
+        /// Produce requests in flight per connection (one ~16 KiB batch
+        /// each); 32 keeps the brokers busy in every cell.
+        #[arg(long, default_value_t = 32)]
         inflight: usize,
         /// Which cells to measure.
         #[arg(long, value_enum, default_value_t = ferrite_bench::matrix::CellSet::All)]
