@@ -32,6 +32,9 @@ pub struct BrokerConfig {
     pub flush_scheduler_interval_ms: u64,
     pub checkpoint_interval_ms: u64,
     pub write_mode: WriteMode,
+    /// `log.preallocate`: extend active segment files ahead of their
+    /// writes (direct mode only).
+    pub log_preallocate: bool,
     pub recovery_repair: bool,
     /// Shards (executors); 0 = one per CPU.
     pub shards: usize,
@@ -144,6 +147,7 @@ impl Default for BrokerConfig {
             flush_scheduler_interval_ms: 1_000,
             checkpoint_interval_ms: 60_000,
             write_mode: WriteMode::Direct,
+            log_preallocate: false,
             recovery_repair: false,
             shards: 0,
             cpu_pinning: CpuPinning::PerCpu,
@@ -285,6 +289,7 @@ impl BrokerConfig {
                 "log.write.mode" => {
                     self.write_mode = WriteMode::parse(v).ok_or_else(|| invalid(k, v, "expected direct or buffered"))?
                 }
+                "log.preallocate" => self.log_preallocate = boolean(k, v)?,
                 "log.recovery.repair" => self.recovery_repair = boolean(k, v)?,
                 "zookeeper.session.timeout.ms" => self.cluster.zk_session_timeout_ms = num(k, v)?,
                 "replica.lag.time.max.ms" => self.cluster.replica_lag_time_max_ms = num(k, v)?,
@@ -353,6 +358,21 @@ impl BrokerConfig {
         Ok(unknown)
     }
 
+    /// How segments are written: `log.write.mode`, preallocated when
+    /// `log.preallocate` is on (which only direct writes use).
+    pub fn segment_write_mode(&self) -> WriteMode {
+        match (self.write_mode, self.log_preallocate) {
+            (WriteMode::Direct, true) => WriteMode::DirectPreallocated,
+            (WriteMode::Buffered, true) => {
+                tracing::warn!(
+                    "log.preallocate applies to log.write.mode=direct only; buffered writes are not preallocated"
+                );
+                WriteMode::Buffered
+            }
+            (mode, _) => mode,
+        }
+    }
+
     fn set_log(&mut self, topic_key: &str, key: &str, value: &str) -> Result<(), ConfigError> {
         self.log
             .set(topic_key, value)
@@ -399,5 +419,31 @@ mod tests {
         assert!(!c.auto_create_topics);
         assert!(c.apply(&[("num.partitions".into(), "x".into())]).is_err());
         assert!(parse_properties("just words").is_err());
+    }
+
+    #[test]
+    fn log_preallocate_makes_direct_writes_preallocated_and_leaves_buffered_alone() {
+        let set = |pairs: &[(&str, &str)]| {
+            let mut c = BrokerConfig::default();
+            let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            c.apply(&pairs).unwrap();
+            c.segment_write_mode()
+        };
+        assert_eq!(set(&[]), WriteMode::Direct, "off by default, as in Kafka");
+        assert_eq!(set(&[("log.preallocate", "true")]), WriteMode::DirectPreallocated);
+        // Either order.
+        assert_eq!(
+            set(&[("log.preallocate", "true"), ("log.write.mode", "direct")]),
+            WriteMode::DirectPreallocated
+        );
+        assert_eq!(
+            set(&[("log.write.mode", "buffered"), ("log.preallocate", "true")]),
+            WriteMode::Buffered
+        );
+        let mut c = BrokerConfig::default();
+        assert!(c.apply(&[("log.preallocate".into(), "sometimes".into())]).is_err());
+        assert!(c
+            .apply(&[("log.write.mode".into(), "direct-preallocated".into())])
+            .is_err());
     }
 }

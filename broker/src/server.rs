@@ -45,7 +45,7 @@ enum MetaSource {
 
 fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
     let mut m = LogManagerConfig::new(&c.log_dir);
-    m.write_mode = c.write_mode;
+    m.write_mode = c.segment_write_mode();
     m.repair = if c.recovery_repair {
         Repair::Truncate
     } else {

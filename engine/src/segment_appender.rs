@@ -50,11 +50,30 @@
 //! acks=all run on the development machine, aligning to 4 KiB instead of
 //! 512 bytes raised throughput by 8-16 % (`docs/benchmarks.md`).
 //!
-//! The file therefore may end with up to one block of zeros past the
-//! logical end; `seal` and a clean close cut it off, and recovery treats it
-//! like any torn tail. Segment files are not preallocated: writes into
-//! `fallocate`d (unwritten) extents made the broker faster but the
-//! single-partition engine benchmark slower (`docs/benchmarks.md`).
+//! # Preallocation ([`WriteMode::DirectPreallocated`], `log.preallocate`)
+//!
+//! On ext4, an O_DIRECT write that extends the file cannot be issued
+//! without blocking, so io_uring hands every such write to an io-wq worker
+//! thread: two context switches per write, and the inode journalled twice.
+//! Preallocated, the file is extended with `fallocate` (file size included)
+//! [`PREALLOCATE_BYTES`] at a time ahead of the writes, which then land in
+//! allocated (unwritten) extents and are issued from the shard itself. That
+//! holds only for a write that stays within extents of one kind, so heads
+//! are never joined in this mode: the block a group starts in is already
+//! written, the rest is not, and one write across both goes to io-wq again.
+//!
+//! Measured on the development machine (`docs/benchmarks.md`): in the
+//! 3-broker matrix, io-wq hand-offs fell from 10,000 a second to about
+//! 130, RF 1 acks=1 gained 13-25 % and RF 3 acks=all 1-13 %; but a single
+//! partition writing as fast as the device takes it fell to 0.65-0.71 of
+//! the raw writer, the device idle half the time and the shard too: the
+//! likely cause is that completing a write into unwritten extents converts
+//! them first, which adds to every write's latency. So it is off by
+//! default, as in Kafka.
+//!
+//! The file therefore may end with zeros past the logical end: up to one
+//! block of padding, and the preallocated space. `seal` and a clean close
+//! cut them off, and recovery treats them like any torn tail.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -76,11 +95,15 @@ pub enum WriteMode {
     /// O_DIRECT writes from aligned buffers: acknowledged bytes are on the
     /// device, and the page cache is left to readers.
     Direct,
+    /// Direct, with the file extended ahead of the writes (see the
+    /// module doc, "Preallocation").
+    DirectPreallocated,
     /// Writes into the page cache, as Kafka does.
     Buffered,
 }
 
 impl WriteMode {
+    /// A `log.write.mode` value (preallocation is `log.preallocate`).
     pub fn parse(s: &str) -> Option<WriteMode> {
         match s {
             "direct" => Some(WriteMode::Direct),
@@ -92,6 +115,7 @@ impl WriteMode {
     pub fn name(self) -> &'static str {
         match self {
             WriteMode::Direct => "direct",
+            WriteMode::DirectPreallocated => "direct-preallocated",
             WriteMode::Buffered => "buffered",
         }
     }
@@ -112,6 +136,10 @@ pub const WRITE_BYTES_MAX: usize = 4 << 20;
 pub const BEHIND_SHARE: (u64, u64) = (3, 4);
 /// The least a group submitted behind another carries.
 pub const GROUP_BYTES_MIN: u64 = 64 << 10;
+/// How far ahead of its writes a preallocated segment's file is extended
+/// (file size included). An active segment holds up to this much disk
+/// space beyond its data until it is sealed or closed.
+pub const PREALLOCATE_BYTES: u64 = 16 << 20;
 /// The largest file-system block used as the direct-mode block; a larger
 /// (or odd) `st_blksize` falls back to the device's alignment.
 const FS_BLOCK_BYTES_MAX: u64 = 64 << 10;
@@ -163,12 +191,17 @@ struct State {
     tail: Vec<u8>,
     /// Set when a write failed; every later call fails with it.
     failed: Option<String>,
+    /// Preallocated direct mode: the file's size as extended ahead of the
+    /// writes; `None` when not preallocating (or after `fallocate` failed).
+    allocated_end: Option<u64>,
 }
 
 /// What one group writes.
 struct GroupPlan {
     start: u64,
     end: u64,
+    /// Direct: extend the file to this size before writing.
+    preallocate: Option<u64>,
     /// Direct: the rewritten first block (position, one aligned block).
     head: Option<(u64, DmaBuffer)>,
     /// The rest, at its position.
@@ -201,7 +234,7 @@ impl SegmentAppender {
         let mut opts = OpenOptions::new();
         opts.read(true).write(true).create(true);
         let (file, tail) = match mode {
-            WriteMode::Direct => {
+            WriteMode::Direct | WriteMode::DirectPreallocated => {
                 let file = opts
                     .dma_open(path)
                     .await
@@ -230,6 +263,7 @@ impl SegmentAppender {
                 written_end: size,
                 written_next: next,
                 tail,
+                allocated_end: (mode == WriteMode::DirectPreallocated).then_some(size),
                 ..State::default()
             }),
             progress: Notify::new(),
@@ -359,7 +393,12 @@ impl SegmentAppender {
                 Some((pos, Body::Buffered(bytes))) => crate::index::write_all(file, &self.path, bytes, *pos).await,
                 _ => Ok(()),
             },
-            WriteFile::Direct { file, .. } => self.write_direct(file, start, plan.head, plan.body).await,
+            WriteFile::Direct { file, .. } => {
+                if let Some(size) = plan.preallocate {
+                    self.preallocate(file, size).await;
+                }
+                self.write_direct(file, start, plan.head, plan.body).await
+            }
         };
         let mut s = self.state.borrow_mut();
         match result {
@@ -427,7 +466,9 @@ impl SegmentAppender {
         }
         let len = (end - start) as usize;
         // Nothing in flight: no earlier write can land after this group's.
-        let head = if s.inflight.is_empty() {
+        // Preallocated, a joined write would span written and unwritten
+        // extents (module doc).
+        let head = if s.inflight.is_empty() && s.allocated_end.is_none() {
             Head::Joined
         } else {
             Head::Separate
@@ -455,19 +496,34 @@ impl SegmentAppender {
                 GroupPlan {
                     start,
                     end,
+                    preallocate: None,
                     head: None,
                     body: Some((start, Body::Buffered(bytes))),
                 }
             }
             WriteFile::Direct { file, alignment } => {
                 let (head, body, end) = layout_direct(file, &mut s.tail, start, &data, *alignment, head);
+                let padded_end = end.div_ceil(*alignment) * *alignment;
+                let preallocate = preallocation(&mut s.allocated_end, padded_end);
                 GroupPlan {
                     start,
                     end,
+                    preallocate,
                     head: head.map(|(p, b)| (p, b.0)),
                     body: body.map(|(p, b)| (p, Body::Direct(b.0))),
                 }
             }
+        }
+    }
+
+    /// Extends the file to `size` ahead of the writes. A failure (a file
+    /// system without `fallocate`, no space) only costs speed: the writes
+    /// then extend the file themselves, and preallocation stops.
+    async fn preallocate(&self, file: &DmaFile, size: u64) {
+        if let Err(e) = file.pre_allocate(size, false).await {
+            tracing::warn!(path = %self.path.display(), size, error = %e,
+                "preallocating a segment failed; writes extend the file instead");
+            self.state.borrow_mut().allocated_end = None;
         }
     }
 
@@ -558,7 +614,12 @@ impl SegmentAppender {
             WriteFile::Direct { file, .. } => file.as_raw_fd(),
             WriteFile::Buffered(file) => file.as_raw_fd(),
         };
-        crate::sys::truncate_fd(fd, len, &self.path)
+        crate::sys::truncate_fd(fd, len, &self.path)?;
+        let mut s = self.state.borrow_mut();
+        if s.allocated_end.is_some() {
+            s.allocated_end = Some(len);
+        }
+        Ok(())
     }
 
     /// After a log truncation: restarts the appender at `len` / `next`,
@@ -607,6 +668,19 @@ fn group_end(start: u64, reserved_end: u64, alignment: Option<u64>, behind_anoth
     } else {
         end
     }
+}
+
+/// The size to extend a preallocated file to before a write that ends at
+/// `padded_end`, if it must grow; records the new size in `allocated_end`.
+fn preallocation(allocated_end: &mut Option<u64>, padded_end: u64) -> Option<u64> {
+    let allocated = (*allocated_end)?;
+    if padded_end <= allocated {
+        return None;
+    }
+    let size = padded_end.div_ceil(PREALLOCATE_BYTES) * PREALLOCATE_BYTES;
+    assert!(size >= padded_end, "preallocation falls short of the write");
+    *allocated_end = Some(size);
+    Some(size)
 }
 
 /// How many bytes must wait before a group is submitted behind the ones in
@@ -673,5 +747,21 @@ mod tests {
         // Cut short by the maximum: on a block boundary.
         assert_eq!(group_end(100, 100 + 2 * max, Some(512), false), max);
         assert_eq!(group_end(100, 100 + 2 * max, Some(512), true), max);
+    }
+
+    #[test]
+    fn preallocation_grows_in_whole_steps_only_when_a_write_passes_the_end() {
+        let step = PREALLOCATE_BYTES;
+        let mut off = None;
+        assert_eq!(preallocation(&mut off, 4096), None, "off stays off");
+        assert_eq!(off, None);
+        let mut at = Some(0);
+        assert_eq!(preallocation(&mut at, 4096), Some(step));
+        assert_eq!(preallocation(&mut at, step), None, "up to the end: no growth");
+        assert_eq!(preallocation(&mut at, step + 4096), Some(2 * step));
+        assert_eq!(at, Some(2 * step));
+        // After a truncation to an odd size, the next step rounds up again.
+        let mut cut = Some(5000);
+        assert_eq!(preallocation(&mut cut, 8192), Some(step));
     }
 }

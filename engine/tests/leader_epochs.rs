@@ -272,7 +272,7 @@ fn clean_close_and_reopen_keep_the_entries() {
 /// and those below the recovery point come from the file.
 #[test]
 fn an_unclean_reopen_rebuilds_entries_from_the_scan() {
-    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+    for mode in [WriteMode::Buffered, WriteMode::Direct, WriteMode::DirectPreallocated] {
         let dir = tempfile::tempdir().unwrap();
         run(|| async {
             let log = open(dir.path(), mode).await;

@@ -18,7 +18,7 @@ fn small_segments() -> LogConfig {
 
 #[test]
 fn append_assigns_offsets_and_reads_them_back_across_segments() {
-    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+    for mode in [WriteMode::Buffered, WriteMode::Direct, WriteMode::DirectPreallocated] {
         let dir = tempfile::tempdir().unwrap();
         run(|| async {
             let clock: Rc<dyn Clock> = Rc::new(SystemClock);
@@ -184,6 +184,78 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
     });
 }
 
+/// Preallocated direct mode (`log.preallocate`) extends an active
+/// segment's file ahead of its writes; a crash leaves the preallocated
+/// zeros, which recovery cuts at the last batch, and sealing and a clean
+/// close cut the file to its data. What was read before reads the same.
+#[test]
+fn preallocated_segment_space_is_cut_by_recovery_seal_and_close() {
+    use ferrite_engine::segment_appender::PREALLOCATE_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let len = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().len();
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let config = LogConfig {
+            segment_bytes: 64 << 10,
+            ..LogConfig::default()
+        };
+        let open = || {
+            PartitionLog::open_with_report(params(
+                dir.path(),
+                config.clone(),
+                WriteMode::DirectPreallocated,
+                clock.clone(),
+            ))
+        };
+        let (log, _) = open().await.unwrap();
+        let mut bytes = 0u64;
+        for i in 0..10 {
+            bytes += log.append(producer_batch(3, 333, i, 1), LEADER).await.unwrap().bytes as u64;
+        }
+        let first = "00000000000000000000.log";
+        assert!(len(first) >= PREALLOCATE_BYTES, "the active file is preallocated");
+        let before = read_all(&log, Offset(0), 1 << 20).await;
+        // Crash: no close.
+        drop(log);
+        let (log, report) = open().await.unwrap();
+        let cut = report.truncated_at.clone().map(|(_, at)| at);
+        assert_eq!(
+            cut,
+            Some(bytes),
+            "recovery cuts the zeros at the last batch: {report:?}"
+        );
+        assert_eq!(len(first), bytes);
+        assert_eq!(read_all(&log, Offset(0), 1 << 20).await, before);
+        // Enough to roll: the sealed segment is cut to its data.
+        let mut more = 0u64;
+        while more < 64 << 10 {
+            more += log.append(producer_batch(3, 333, 0, 2), LEADER).await.unwrap().bytes as u64;
+        }
+        let mut files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".log"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 2, "rolled: {files:?}");
+        let sealed: u64 = files[..files.len() - 1].iter().map(|f| len(f)).sum();
+        let active = files[files.len() - 1].clone();
+        assert!(len(&active) >= PREALLOCATE_BYTES, "the new active file is preallocated");
+        log.close().await.unwrap();
+        assert_eq!(
+            sealed + len(&active),
+            bytes + more,
+            "sealed and closed files hold their data only"
+        );
+        // Reopened cleanly, everything reads back.
+        let (log, report) = open().await.unwrap();
+        assert_eq!(report.segments_scanned, 0, "{report:?}");
+        let all = read_all(&log, Offset(0), 1 << 20).await;
+        assert_eq!(all[..before.len()], before[..]);
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn timestamp_lookup_finds_the_first_record_at_or_after() {
     let dir = tempfile::tempdir().unwrap();
@@ -223,7 +295,7 @@ fn timestamp_lookup_finds_the_first_record_at_or_after() {
 
 #[test]
 fn truncation_removes_the_tail_and_appends_continue() {
-    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+    for mode in [WriteMode::Buffered, WriteMode::Direct, WriteMode::DirectPreallocated] {
         let dir = tempfile::tempdir().unwrap();
         run(|| async {
             let clock: Rc<dyn Clock> = Rc::new(SystemClock);
@@ -295,7 +367,7 @@ fn segments_roll_on_age_and_on_a_full_index() {
 /// not before; a refused append wakes nobody.
 #[test]
 fn an_append_wakes_what_waits_on_the_log_end() {
-    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+    for mode in [WriteMode::Buffered, WriteMode::Direct, WriteMode::DirectPreallocated] {
         let dir = tempfile::tempdir().unwrap();
         run(|| async {
             let clock: Rc<dyn Clock> = Rc::new(SystemClock);
@@ -337,7 +409,7 @@ fn an_append_wakes_what_waits_on_the_log_end() {
 #[test]
 fn concurrent_appends_of_odd_sizes_come_back_whole_and_in_order() {
     for_seeds(seeds(0..3), |seed| {
-        for mode in [WriteMode::Direct, WriteMode::Buffered] {
+        for mode in [WriteMode::Direct, WriteMode::DirectPreallocated, WriteMode::Buffered] {
             concurrent_odd_appends(seed, mode);
         }
     });

@@ -125,7 +125,7 @@ fn logical_batches(bytes: &[u8]) -> Vec<(u64, Offset)> {
 /// with repair it opens, cut before that batch.
 #[test]
 fn corruption_below_the_recovery_point_is_refused_not_truncated() {
-    for mode in [WriteMode::Buffered, WriteMode::Direct] {
+    for mode in [WriteMode::Buffered, WriteMode::Direct, WriteMode::DirectPreallocated] {
         let dir = tempfile::tempdir().unwrap();
         let config = LogConfig {
             segment_bytes: 1 << 20,
@@ -226,6 +226,7 @@ fn kill9_child_appends_forever() {
     };
     let mode = match std::env::var("FERRITE_KILL9_MODE").as_deref() {
         Ok("direct") => WriteMode::Direct,
+        Ok("direct-preallocated") => WriteMode::DirectPreallocated,
         _ => WriteMode::Buffered,
     };
     let config = LogConfig {
@@ -252,7 +253,7 @@ fn kill9_child_appends_forever() {
 /// recovery, and the log ends at a valid batch.
 #[test]
 fn kill9_loses_nothing_acknowledged() {
-    for mode in ["buffered", "direct"] {
+    for mode in ["buffered", "direct", "direct-preallocated"] {
         let dir = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args([

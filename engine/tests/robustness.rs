@@ -17,7 +17,7 @@ use ferrite_engine::{AppendMode, LeaderEpoch, LogConfig, Offset, PartitionLog, S
 
 #[test]
 fn appends_whose_callers_go_away_still_finish_and_the_log_goes_on() {
-    for mode in [WriteMode::Direct, WriteMode::Buffered] {
+    for mode in [WriteMode::Direct, WriteMode::DirectPreallocated, WriteMode::Buffered] {
         let dir = tempfile::tempdir().unwrap();
         run(|| async {
             let clock: Rc<dyn Clock> = Rc::new(SystemClock);

@@ -29,6 +29,9 @@ enum AssignorArg {
 #[derive(Clone, Copy, ValueEnum)]
 enum Mode {
     Direct,
+    /// Direct, with the segment file extended ahead of the writes
+    /// (the broker's `log.preallocate=true`).
+    DirectPreallocated,
     Buffered,
 }
 
@@ -304,6 +307,7 @@ fn main() {
                 inflight,
                 mode: match write_mode {
                     Mode::Direct => WriteMode::Direct,
+                    Mode::DirectPreallocated => WriteMode::DirectPreallocated,
                     Mode::Buffered => WriteMode::Buffered,
                 },
                 progress: true,
