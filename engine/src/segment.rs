@@ -75,6 +75,12 @@ pub struct SegmentMeta {
     pub synced_size: u64,
     /// The index files on the device match what was last persisted.
     pub indexes_durable: bool,
+    /// The log file's length on the device is its logical size: false once
+    /// sealing cut the file (the zero padding of direct writes, a
+    /// preallocated tail), until an fdatasync has made the cut durable. A
+    /// cut lost to a power failure would leave zeros below the recovery
+    /// point, which recovery refuses.
+    pub length_durable: bool,
     pub offset_index: OffsetIndex,
     pub time_index: TimeIndex,
 }
@@ -90,6 +96,7 @@ impl SegmentMeta {
             first_append: None,
             synced_size: 0,
             indexes_durable: false,
+            length_durable: true,
             offset_index: OffsetIndex::new(paths.index.clone()),
             time_index: TimeIndex::new(paths.time_index.clone()),
         }
@@ -275,6 +282,7 @@ impl Segment {
         if let Some(appender) = self.appender() {
             let end = appender.seal().await?;
             assert!(end == self.size(), "sealed size differs from the segment's size");
+            self.meta.borrow_mut().length_durable = false;
             self.appender.borrow_mut().take();
         }
         self.meta.borrow_mut().push_time_entry(self.base);
@@ -312,9 +320,14 @@ impl Segment {
             Some(a) => a.written_end(),
             None => self.size(),
         };
+        // A cut made while this sync runs is not covered by it.
+        let cut_before = !self.meta.borrow().length_durable;
         self.reader.sync().await?;
         let mut m = self.meta.borrow_mut();
         m.synced_size = m.synced_size.max(size);
+        if cut_before {
+            m.length_durable = true;
+        }
         Ok(size)
     }
 
@@ -322,7 +335,7 @@ impl Segment {
     /// on the device.
     pub fn needs_sync(&self) -> bool {
         let m = self.meta.borrow();
-        m.synced_size < m.size || !m.indexes_durable
+        m.synced_size < m.size || !m.indexes_durable || !m.length_durable
     }
 
     /// Persists the indexes, then fdatasyncs the log file and both index files.
@@ -365,5 +378,33 @@ mod tests {
         assert_eq!(parse_file_name("00000000000000000042.index", "log"), None);
         assert_eq!(parse_file_name("0000000000000000042.log", "log"), None);
         assert_eq!(parse_file_name("0000000000000000004x.log", "log"), None);
+    }
+
+    /// Sealing cuts the file (here the preallocated tail): the segment then
+    /// needs an fdatasync even though its data and indexes were synced.
+    #[test]
+    fn a_sealed_cut_needs_a_sync() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .make()
+            .expect("executor")
+            .run(async {
+                let seg = Segment::create(dir.path(), Offset(0), WriteMode::DirectPreallocated)
+                    .await
+                    .expect("create");
+                let appender = seg.appender().expect("active");
+                let end = appender.reserve(bytes::Bytes::from(vec![7u8; 1000]), Offset(1));
+                appender.write_through(end).await.expect("write");
+                seg.meta_mut().size = end;
+                seg.sync_all().await.expect("sync");
+                assert!(!seg.needs_sync(), "data and indexes synced");
+                let on_disk = std::fs::metadata(&seg.paths().log).expect("stat").len();
+                assert!(on_disk > end, "preallocated beyond the data");
+                seg.seal().await.expect("seal");
+                assert_eq!(std::fs::metadata(&seg.paths().log).expect("stat").len(), end);
+                assert!(seg.needs_sync(), "the cut is not durable yet");
+                seg.sync_all().await.expect("sync");
+                assert!(!seg.needs_sync());
+            });
     }
 }
