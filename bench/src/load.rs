@@ -295,8 +295,7 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
     ));
     let record_bytes_per_batch = (cfg.record_bytes * cfg.batch_records) as u64;
     let cfg2 = cfg.clone();
-    let leaders = leaders(cfg)?;
-    let warm_up_records = warm_up(cfg, &leaders, &value)?;
+    let (leaders, warm_up_records) = warm_up(cfg, &value)?;
     let deadline = Instant::now() + cfg.duration;
     let per_conn_rate = cfg.rate as f64 / cfg.connections.max(1) as f64;
     let per_conn_count = cfg.count.div_ceil(cfg.connections.max(1) as u64);
@@ -364,10 +363,14 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
     Ok(result)
 }
 
-/// Error codes a fresh topic answers with until its leaders and followers
-/// are in place: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
-/// NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS.
-const WARM_UP_RETRIABLE: [i16; 5] = [3, 5, 6, 7, 19];
+/// Answers a fresh topic gives before its leader knows it, which mean
+/// "ask the metadata again": UNKNOWN_TOPIC_OR_PARTITION,
+/// LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER.
+const WARM_UP_LEADER_UNKNOWN: [i16; 3] = [3, 5, 6];
+/// NOT_ENOUGH_REPLICAS: refused before the append, so safe to retry. (Not
+/// REQUEST_TIMED_OUT: Ferrite sends it after appending, and a retry would
+/// append the record twice.)
+const WARM_UP_ISR_SHORT: i16 = 19;
 /// How long the warm-up waits for every partition to take a batch.
 const WARM_UP_WAIT: Duration = Duration::from_secs(20);
 
@@ -376,14 +379,18 @@ const WARM_UP_WAIT: Duration = Duration::from_secs(20);
 /// retried until it is taken. A topic created a moment ago refuses
 /// produces until its leader has heard of it, and at acks=all the first
 /// answer also waits for the followers' first fetch; neither belongs in
-/// the figures.
-/// Returns the records it sent.
-fn warm_up(cfg: &LoadConfig, leaders: &[String], value: &[u8]) -> Result<u64, ClientError> {
+/// the figures. A refusal that names the leader as unknown re-reads the
+/// metadata. Returns the leaders that took the batches, and the records
+/// sent (one per partition).
+fn warm_up(cfg: &LoadConfig, value: &[u8]) -> Result<(Vec<String>, u64), ClientError> {
     let batch = batch::build_batch(ferrite_engine::Offset(0), ferrite_engine::TimestampMs(0), &[value]);
     let acks = if cfg.acks == 0 { 1 } else { cfg.acks };
     let deadline = Instant::now() + WARM_UP_WAIT;
+    let mut leaders = leaders(cfg)?;
     let mut conns: Vec<(String, Connection)> = Vec::new();
-    for (p, addr) in leaders.iter().enumerate() {
+    let mut p = 0;
+    while p < leaders.len() {
+        let addr = &leaders[p];
         let c = match conns.iter().position(|(a, _)| a == addr) {
             Some(i) => i,
             None => {
@@ -391,24 +398,28 @@ fn warm_up(cfg: &LoadConfig, leaders: &[String], value: &[u8]) -> Result<u64, Cl
                 conns.len() - 1
             }
         };
-        loop {
-            let mut r = conns[c].1.call(0, PRODUCE_V, |w| {
-                codec::produce(w, acks, 30_000, &cfg.topic, p as i32, &batch)
-            })?;
-            let (error, _) = codec::decode_produce(&mut r)?;
-            if error == 0 {
-                break;
-            }
-            if !WARM_UP_RETRIABLE.contains(&error) || Instant::now() > deadline {
-                return Err(ClientError::Kafka(format!(
-                    "{} partition {p}: warm-up produce failed with error {error}",
-                    cfg.topic
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let mut r = conns[c].1.call(0, PRODUCE_V, |w| {
+            codec::produce(w, acks, 30_000, &cfg.topic, p as i32, &batch)
+        })?;
+        let (error, _) = codec::decode_produce(&mut r)?;
+        let retriable = WARM_UP_LEADER_UNKNOWN.contains(&error) || error == WARM_UP_ISR_SHORT;
+        if error == 0 {
+            p += 1;
+            continue;
+        }
+        if !retriable || Instant::now() > deadline {
+            return Err(ClientError::Kafka(format!(
+                "{} partition {p}: warm-up produce failed with error {error}",
+                cfg.topic
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        if WARM_UP_LEADER_UNKNOWN.contains(&error) {
+            leaders = self::leaders(cfg)?;
         }
     }
-    Ok(leaders.len() as u64)
+    let records = leaders.len() as u64;
+    Ok((leaders, records))
 }
 
 /// Counts the whole records in a fetched record set; returns (records,

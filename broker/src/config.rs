@@ -355,6 +355,11 @@ impl BrokerConfig {
         for k in &unknown {
             tracing::warn!(key = %k, "unknown configuration key, ignored");
         }
+        if self.log_preallocate && self.write_mode == WriteMode::Buffered {
+            tracing::warn!(
+                "log.preallocate applies to log.write.mode=direct only; buffered writes are not preallocated"
+            );
+        }
         Ok(unknown)
     }
 
@@ -363,12 +368,6 @@ impl BrokerConfig {
     pub fn segment_write_mode(&self) -> WriteMode {
         match (self.write_mode, self.log_preallocate) {
             (WriteMode::Direct, true) => WriteMode::DirectPreallocated,
-            (WriteMode::Buffered, true) => {
-                tracing::warn!(
-                    "log.preallocate applies to log.write.mode=direct only; buffered writes are not preallocated"
-                );
-                WriteMode::Buffered
-            }
             (mode, _) => mode,
         }
     }

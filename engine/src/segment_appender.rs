@@ -31,7 +31,7 @@
 //!
 //! - If every earlier group has completed when it is planned (always so
 //!   for a follower, which appends one fetch at a time), `P` is the start
-//!   of its one write (`Head::Joined`).
+//!   of its one write (`Head::Joined`), except in preallocated mode (below).
 //! - Otherwise it is split in two writes: the *body*, from the next block
 //!   boundary on, zero-padded to a boundary, which overlaps no earlier
 //!   write and is submitted at once; and the *head*, block `P`, submitted

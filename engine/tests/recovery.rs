@@ -285,10 +285,10 @@ fn kill9_loses_nothing_acknowledged() {
         }
         child.wait().unwrap();
         assert_eq!(acks, 3000, "child stopped early");
-        let wm = if mode == "direct" {
-            WriteMode::Direct
-        } else {
-            WriteMode::Buffered
+        let wm = match mode {
+            "direct" => WriteMode::Direct,
+            "direct-preallocated" => WriteMode::DirectPreallocated,
+            _ => WriteMode::Buffered,
         };
         run(|| async {
             let config = LogConfig {
