@@ -402,20 +402,21 @@ fn warm_up(cfg: &LoadConfig, value: &[u8]) -> Result<(Vec<String>, u64), ClientE
             codec::produce(w, acks, 30_000, &cfg.topic, p as i32, &batch)
         })?;
         let (error, _) = codec::decode_produce(&mut r)?;
-        let retriable = WARM_UP_LEADER_UNKNOWN.contains(&error) || error == WARM_UP_ISR_SHORT;
-        if error == 0 {
-            p += 1;
-            continue;
-        }
-        if !retriable || Instant::now() > deadline {
-            return Err(ClientError::Kafka(format!(
-                "{} partition {p}: warm-up produce failed with error {error}",
-                cfg.topic
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        if WARM_UP_LEADER_UNKNOWN.contains(&error) {
-            leaders = self::leaders(cfg)?;
+        let leader_unknown = WARM_UP_LEADER_UNKNOWN.contains(&error);
+        match error {
+            0 => p += 1,
+            _ if (leader_unknown || error == WARM_UP_ISR_SHORT) && Instant::now() <= deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+                if leader_unknown {
+                    leaders = self::leaders(cfg)?;
+                }
+            }
+            _ => {
+                return Err(ClientError::Kafka(format!(
+                    "{} partition {p}: warm-up produce failed with error {error}",
+                    cfg.topic
+                )))
+            }
         }
     }
     let records = leaders.len() as u64;
