@@ -3,7 +3,8 @@
 //! Consumers and followers that keep up read the tail of the log; serving it
 //! from here means they never touch the disk, whatever the write mode. The
 //! cache holds a contiguous run of whole batches ending at the log's end,
-//! bounded by `bytes_max`; the oldest are evicted first.
+//! bounded by `bytes_max`; the oldest are evicted first. Only a leader's
+//! appends fill it: a follower's tail has no readers.
 
 use std::collections::VecDeque;
 

@@ -329,7 +329,8 @@ impl PartitionLog {
     /// A follower's append ([`AppendMode::Replica`]) of batches fetched
     /// from its leader, taking them as shared bytes: they are stored as
     /// they came, so a slice of the fetch response is written without a
-    /// copy.
+    /// copy. They are not kept in the batch cache: once written, the
+    /// caller's buffer is free again.
     pub async fn append_replica(self: &Rc<Self>, records: Bytes) -> Result<AppendInfo> {
         self.append_bytes(RecordBytes::Shared(records), AppendMode::Replica)
             .await
@@ -601,7 +602,7 @@ impl PartitionLog {
     }
 
     /// Assigns offsets (leader), accounts for every batch in the active
-    /// segment and the cache, and queues the bytes. Synchronous: the append
+    /// segment and (leader appends only) the cache, and queues the bytes. Synchronous: the append
     /// order is decided here.
     fn reserve(
         &self,
@@ -651,11 +652,20 @@ impl PartitionLog {
         for (pos, info) in &stamped {
             let seg_pos = meta.size;
             meta.note_batch(active.base(), info, seg_pos, interval);
-            cache.push(CachedBatch {
-                base: info.base_offset,
-                next: info.next_offset(),
-                bytes: bytes.slice(*pos..*pos + info.size),
-            });
+            if let AppendMode::Leader { .. } = mode {
+                cache.push(CachedBatch {
+                    base: info.base_offset,
+                    next: info.next_offset(),
+                    bytes: bytes.slice(*pos..*pos + info.size),
+                });
+            }
+        }
+        if mode == AppendMode::Replica {
+            // Nothing reads a follower's tail (consumers and followers fetch
+            // from the leader), and holding the batches would keep every
+            // fetch response they came in alive. A follower that becomes
+            // leader starts caching at its log end.
+            cache.clear();
         }
         let first = stamped[0].1;
         let last = stamped[stamped.len() - 1].1;

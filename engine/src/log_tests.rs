@@ -149,3 +149,34 @@ fn shared_record_bytes_are_copied_before_stamping() {
     assert_eq!(records.as_slice(), &[9, 2, 3]);
     assert_eq!(&records.freeze()[..], &[9, 2, 3]);
 }
+
+/// A follower's appended bytes are not kept once written (its batch cache
+/// stays empty), so the fetch response they came in can be reused: the
+/// replica fetcher relies on getting its buffer back. A leader's are kept.
+#[test]
+fn a_replica_append_keeps_no_reference_to_its_bytes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run(async {
+        let log = open(dir.path(), LogConfig::default()).await;
+        let mut response = BytesMut::new();
+        for (i, value) in [b"one", b"two"].iter().enumerate() {
+            let mut b = build_batch(Offset(i as i64), TimestampMs(0), &[&value[..]]);
+            crate::batch::stamp(&mut b, Offset(i as i64), LeaderEpoch(3));
+            response.extend_from_slice(&b);
+        }
+        let response = response.freeze();
+        log.append_replica(response.slice(..)).await.expect("append");
+        assert_eq!(log.log_end_offset(), Offset(2));
+        assert_eq!(log.cache.borrow().bytes(), 0, "a follower caches nothing");
+        assert!(response.try_into_mut().is_ok(), "the response buffer is free again");
+
+        let leader = AppendMode::Leader { epoch: LeaderEpoch(4) };
+        log.append(batch(b"three"), leader).await.expect("append");
+        assert!(log.cache.borrow().bytes() > 0, "a leader caches its tail");
+        let read = log
+            .read(Offset(2), 1 << 20, Offset(i64::MAX), SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert!(matches!(read.region, ReadRegion::Cached(_)), "served from the cache");
+    });
+}

@@ -64,8 +64,8 @@ pub fn response_len(size: [u8; 4], max: usize) -> std::io::Result<usize> {
 
 /// A response body as a reader past its header (v0, or v1 with tagged
 /// fields when `flexible_header`), checked to answer `correlation`.
-pub fn response_body(body: Vec<u8>, correlation: i32, flexible_header: bool) -> std::io::Result<Reader> {
-    let mut r = Reader::new(Bytes::from(body));
+pub fn response_body(body: impl Into<Bytes>, correlation: i32, flexible_header: bool) -> std::io::Result<Reader> {
+    let mut r = Reader::new(body.into());
     let got = r.i32("correlation_id").map_err(invalid_data)?;
     if got != correlation {
         return Err(invalid_data(format!("response {got} while {correlation} was expected")));

@@ -10,6 +10,8 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::{Bytes, BytesMut};
+
 use ferrite_engine::notify::Notify;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_replication::{Backoff, BrokerId, LocalReplica, ReplicationError};
@@ -31,6 +33,8 @@ const OFFSET_FOR_LEADER_EPOCH_V: i16 = 3;
 const RETRY_BACKOFF_MS: u64 = 200;
 /// Largest response frame a fetcher accepts.
 const RESPONSE_BYTES_MAX: usize = 128 << 20;
+/// Largest response buffer a fetcher keeps for its next response.
+const SPARE_BYTES_MAX: usize = 16 << 20;
 
 #[derive(Default)]
 struct Work {
@@ -112,6 +116,11 @@ impl Fetchers {
 struct Conn {
     stream: glommio::net::TcpStream,
     correlation: i32,
+    /// The last response's buffer, back from the appends that wrote it: the
+    /// next response is read into it, so a steady stream of fetches neither
+    /// allocates nor zeroes (beyond growth), and lands in memory that is
+    /// still in the CPU's cache.
+    spare: BytesMut,
 }
 
 impl Conn {
@@ -126,9 +135,20 @@ impl Conn {
         self.stream.write_all(&bytes).await?;
         let mut size = [0u8; 4];
         self.stream.read_exact(&mut size).await?;
-        let mut body = vec![0u8; response_len(size, RESPONSE_BYTES_MAX)?];
+        let len = response_len(size, RESPONSE_BYTES_MAX)?;
+        let mut body = std::mem::take(&mut self.spare);
+        body.resize(len, 0);
         self.stream.read_exact(&mut body).await?;
-        response_body(body, self.correlation, false)
+        response_body(body.freeze(), self.correlation, false)
+    }
+
+    /// Takes a response's buffer back once nothing else holds it.
+    fn reuse(&mut self, response: Bytes) {
+        if let Ok(buf) = response.try_into_mut() {
+            if buf.capacity() <= SPARE_BYTES_MAX {
+                self.spare = buf;
+            }
+        }
     }
 }
 
@@ -195,7 +215,11 @@ async fn connect(cluster: &ClusterShared, leader: BrokerId) -> Option<Conn> {
     match glommio::net::TcpStream::connect(format!("{}:{}", b.host, b.port)).await {
         Ok(stream) => {
             let _ = stream.set_nodelay(true);
-            Some(Conn { stream, correlation: 0 })
+            Some(Conn {
+                stream,
+                correlation: 0,
+                spare: BytesMut::new(),
+            })
         }
         Err(e) => {
             tracing::debug!(%leader, error = %e, "cannot reach leader");
@@ -333,7 +357,6 @@ async fn fetch(
             replica_fetch::encode(w, limits, &request)
         })
         .await?;
-    let response_bytes = r.remaining();
     let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid_data)?;
     let mut applies = Vec::with_capacity(fetched.len());
     for p in fetched {
@@ -349,11 +372,12 @@ async fn fetch(
         if asked_at.is_none_or(|q| q.fetch_offset != replica.log().log_end_offset().0) {
             continue;
         }
-        applies.push(apply(tp, replica, p, response_bytes));
+        applies.push(apply(tp, replica, p));
     }
     // Partitions are independent logs: their appends go to the device side
     // by side rather than one after another.
     let outcomes = futures::future::join_all(applies).await;
+    c.reuse(r.into_bytes());
     let backoff = outcomes.into_iter().any(|needs_backoff| needs_backoff);
     if backoff {
         glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
@@ -361,24 +385,17 @@ async fn fetch(
     Ok(())
 }
 
-/// A partition's records are appended as a slice of the fetch response
-/// (no copy) when they are at least this share of it, and copied out
-/// otherwise: the log's batch cache keeps what it is given, and a small
-/// slice would keep the whole response alive. So the memory behind a
-/// follower's cache is at most this many times the bytes it counts.
-pub const SHARED_RECORDS_SHARE_MIN: usize = 4;
-
 /// Applies one partition of a fetch response; true when the fetcher should
 /// back off (an error the leader sent, or one applying the records).
-async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched, response_bytes: usize) -> bool {
+///
+/// The records are appended as a slice of the fetch response, without a
+/// copy; a follower's log does not keep them once written, so the response
+/// buffer is free again when every partition's append has returned.
+async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched) -> bool {
     let result = match p.error {
         0 => {
             let whole = replica_fetch::whole_batches(&p.records);
-            let records = if whole * SHARED_RECORDS_SHARE_MIN >= response_bytes {
-                p.records.slice(..whole)
-            } else {
-                bytes::Bytes::copy_from_slice(&p.records[..whole])
-            };
+            let records = p.records.slice(..whole);
             replica
                 .append_fetched(records, Offset(p.high_watermark), Offset(p.log_start_offset))
                 .await

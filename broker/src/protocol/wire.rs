@@ -57,6 +57,11 @@ impl Reader {
         Reader { buf, pos: 0 }
     }
 
+    /// The whole buffer read from, wherever the reader stands.
+    pub fn into_bytes(self) -> Bytes {
+        self.buf
+    }
+
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
