@@ -266,3 +266,93 @@ fn a_long_polling_fetch_is_answered_when_records_arrive() {
         );
     }
 }
+
+/// Many requests of different kinds pipelined on one connection — acks=1
+/// and acks=0 produces (the latter get no answer), fetches served from the
+/// segment files by sendfile (after a restart the cache is empty) and
+/// metadata — are answered in request order, each whole, although answers
+/// that are ready together leave in one send.
+#[test]
+fn pipelined_mixed_requests_are_answered_in_order() {
+    let mut b = Broker::start(&[]);
+    let mut c = Client::connect(b.addr());
+    for i in 0..20 {
+        let v = format!("stored-{i}");
+        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[v.as_bytes()]));
+        let r = c.call(&produce_request("mixed", batch), 9);
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    }
+    b.stop();
+    b.spawn();
+    let mut c = Client::connect(b.addr());
+    let fetch = |offset: i64| {
+        km::FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![km::fetch_request::FetchTopic::default()
+                .with_topic(TopicName(s("mixed")))
+                .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(1 << 20)])])
+    };
+    let produce = |i: usize, acks: i16| {
+        let v = format!("piped-{i}");
+        produce_request(
+            "mixed",
+            Bytes::from(build_batch(Offset(0), TimestampMs(0), &[v.as_bytes()])),
+        )
+        .with_acks(acks)
+    };
+    // Everything goes out before any answer is read.
+    let mut expected = Vec::new();
+    for i in 0..60 {
+        match i % 4 {
+            0 => {
+                c.send(&produce(i, 1), 9);
+                expected.push("produce");
+            }
+            1 => {
+                c.send(&fetch((i % 20) as i64), 12);
+                expected.push("fetch");
+            }
+            2 => {
+                // acks=0: no answer, so nothing is awaited for it.
+                let f = c.frame(&produce(i, 0), 9);
+                c.send_raw(&f).expect("send");
+            }
+            _ => {
+                c.send(&km::MetadataRequest::default().with_topics(None), 9);
+                expected.push("metadata");
+            }
+        }
+    }
+    for (n, kind) in expected.iter().enumerate() {
+        match *kind {
+            "produce" => {
+                let r = c.response::<km::ProduceRequest>(9).expect("produce answer");
+                assert_eq!(r.responses[0].partition_responses[0].error_code, 0, "answer {n}");
+            }
+            "fetch" => {
+                let r = c.response::<km::FetchRequest>(12).expect("fetch answer");
+                let p = &r.responses[0].partitions[0];
+                assert_eq!(p.error_code, 0, "answer {n}");
+                let records = p.records.clone().unwrap_or_default();
+                let info = validate(&records, 1 << 20, Validation::Stored).expect("a whole batch");
+                let batch = &records[..info.size];
+                let first = decode_records(&batch[HEADER_BYTES..], info.record_count).unwrap();
+                let value = first[0].value.clone().unwrap_or_default();
+                assert!(value.starts_with(b"stored-"), "answer {n}: {value:?}");
+            }
+            _ => {
+                let r = c.response::<km::MetadataRequest>(9).expect("metadata answer");
+                assert!(r
+                    .topics
+                    .iter()
+                    .any(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "mixed")));
+            }
+        }
+    }
+    // 20 stored, 15 acks=1 and 15 acks=0 produced while pipelining.
+    let got = read_back(&mut c, "mixed");
+    assert_eq!(got.len(), 50);
+}

@@ -4,7 +4,8 @@
 //! client's pipelined requests are processed concurrently (up to
 //! `connection_requests_inflight_max`); the writer awaits the handlers in
 //! arrival order and writes each response, so answers keep the request
-//! order.
+//! order. Responses already done behind the awaited one leave in the same
+//! gathered send.
 //!
 //! A frame is refused — and the connection closed — when its size is
 //! negative, larger than `socket.request.max.bytes`, or smaller than a
@@ -73,35 +74,100 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(r: &mut R, max: usize) -
     Ok(Some(frame))
 }
 
-async fn write_reply<W: futures_lite::AsyncWrite + Unpin>(w: &mut W, sock: i32, reply: Reply) -> std::io::Result<()> {
-    let (chunks, len) = match reply {
-        Reply::Nothing => return Ok(()),
-        Reply::Close => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::ConnectionAborted,
-                "acks=0 produce failed",
-            ))
-        }
-        Reply::Response { chunks, len } => (chunks, len),
-    };
-    let len = i32::try_from(len).map_err(|_| std::io::Error::other("response larger than 2 GiB"))?;
-    let prefix = len.to_be_bytes();
-    // In-memory chunks leave together; a file region goes by sendfile.
-    let mut gathered: Vec<&[u8]> = Vec::with_capacity(chunks.len() + 1);
-    gathered.push(&prefix);
-    for c in &chunks {
-        match c {
-            Chunk::Bytes(b) => gathered.push(b),
-            Chunk::File(f) => {
+/// Responses already answered behind the one the writer waited for leave
+/// with it in one gathered send, up to this many. An acks=all high
+/// watermark or a group write often finishes several requests of a
+/// connection at once; one send then wakes the client once.
+const REPLIES_GATHERED_MAX: usize = 16;
+
+/// Writes `replies` in order: their in-memory chunks gathered into as few
+/// sends as possible, a file region by sendfile. A `Reply::Close` ends the
+/// connection after the replies before it are written.
+async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
+    w: &mut W,
+    sock: i32,
+    replies: &[Reply],
+) -> std::io::Result<()> {
+    let mut prefixes = Vec::with_capacity(replies.len());
+    for reply in replies {
+        let len = match reply {
+            Reply::Response { len, .. } => {
+                i32::try_from(*len).map_err(|_| std::io::Error::other("response larger than 2 GiB"))?
+            }
+            Reply::Nothing | Reply::Close => 0,
+        };
+        prefixes.push(len.to_be_bytes());
+    }
+    let mut gathered: Vec<&[u8]> = Vec::new();
+    for (reply, prefix) in replies.iter().zip(&prefixes) {
+        let chunks = match reply {
+            Reply::Nothing => continue,
+            Reply::Close => {
                 gather::send_all(w, sock, &gathered).await?;
-                gathered.clear();
                 w.flush().await?;
-                sendfile::send_chunk(sock, f).await?;
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "acks=0 produce failed",
+                ));
+            }
+            Reply::Response { chunks, .. } => chunks,
+        };
+        gathered.push(prefix);
+        for c in chunks {
+            match c {
+                Chunk::Bytes(b) => gathered.push(b),
+                Chunk::File(f) => {
+                    gather::send_all(w, sock, &gathered).await?;
+                    gathered.clear();
+                    w.flush().await?;
+                    sendfile::send_chunk(sock, f).await?;
+                }
             }
         }
     }
     gather::send_all(w, sock, &gathered).await?;
     w.flush().await
+}
+
+/// The connection's writer: awaits each request's handler in arrival
+/// order, takes along the replies of those behind it that are already
+/// done, and writes them. Ends when the reader is gone and every accepted
+/// request is answered, or on a failed write.
+async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
+    mut w: W,
+    sock: i32,
+    rx: async_channel::Receiver<glommio::Task<Reply>>,
+) {
+    let mut waiting: Option<glommio::Task<Reply>> = None;
+    let mut replies = Vec::with_capacity(REPLIES_GATHERED_MAX);
+    loop {
+        let task = match waiting.take() {
+            Some(t) => t,
+            None => match rx.recv().await {
+                Ok(t) => t,
+                Err(_) => return,
+            },
+        };
+        replies.push(task.await);
+        while replies.len() < REPLIES_GATHERED_MAX {
+            let Ok(mut next) = rx.try_recv() else { break };
+            match futures_lite::future::poll_once(&mut next).await {
+                Some(reply) => replies.push(reply),
+                None => {
+                    waiting = Some(next);
+                    break;
+                }
+            }
+        }
+        if let Err(e) = write_replies(&mut w, sock, &replies).await {
+            tracing::debug!(error = %e, "closing connection after a failed or refused write");
+            // Wake the reader too: it must not wait for more requests.
+            // SAFETY: shutdown(2) on the connection's own socket.
+            unsafe { libc::shutdown(sock, libc::SHUT_RDWR) };
+            return;
+        }
+        replies.clear();
+    }
 }
 
 pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
@@ -114,21 +180,10 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     if let Err(e) = sendfile::limit_blocking_sends(sock) {
         tracing::warn!(error = %e, "SO_SNDTIMEO");
     }
-    let (mut rd, mut wr) = futures_lite::io::split(stream);
+    let (mut rd, wr) = futures_lite::io::split(stream);
     let inflight_max = shard.config.connection_requests_inflight_max.max(1);
     let (tx, rx) = async_channel::bounded::<glommio::Task<Reply>>(inflight_max);
-    let writer = glommio::spawn_local(async move {
-        while let Ok(task) = rx.recv().await {
-            let reply = task.await;
-            if let Err(e) = write_reply(&mut wr, sock, reply).await {
-                tracing::debug!(error = %e, "closing connection after a failed or refused write");
-                // Wake the reader too: it must not wait for more requests.
-                // SAFETY: shutdown(2) on the connection's own socket.
-                unsafe { libc::shutdown(sock, libc::SHUT_RDWR) };
-                return;
-            }
-        }
-    });
+    let writer = glommio::spawn_local(write_loop(wr, sock, rx));
     let max = shard.config.socket_request_max_bytes;
     loop {
         let seen = shard.stop_signal.generation();
