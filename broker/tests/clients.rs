@@ -108,20 +108,27 @@ fn produce_request(topic: &str, records: Bytes) -> km::ProduceRequest {
                 .with_records(Some(records))])])
 }
 
+/// A Fetch of one partition from `offset`, waiting up to `max_wait_ms`
+/// for at least one byte.
+fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> km::FetchRequest {
+    km::FetchRequest::default()
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![km::fetch_request::FetchTopic::default()
+            .with_topic(TopicName(s(topic)))
+            .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                .with_partition(partition)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(1 << 20)])])
+}
+
 /// Reads the whole partition back as offset → value.
 fn read_back(c: &mut Client, topic: &str) -> BTreeMap<i64, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut offset = 0i64;
     loop {
-        let req = km::FetchRequest::default()
-            .with_max_wait_ms(0)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![km::fetch_request::FetchTopic::default()
-                .with_topic(TopicName(s(topic)))
-                .with_partitions(vec![km::fetch_request::FetchPartition::default()
-                    .with_fetch_offset(offset)
-                    .with_partition_max_bytes(1 << 20)])]);
-        let r = c.call(&req, 12);
+        let r = c.call(&fetch_request(topic, 0, offset, 0), 12);
         let p = &r.responses[0].partitions[0];
         assert_eq!(p.error_code, 0);
         let records = p.records.clone().unwrap_or_default();
@@ -232,17 +239,7 @@ fn a_long_polling_fetch_is_answered_when_records_arrive() {
     assert_eq!(admin.call(&create, 7).topics[0].error_code, 0);
     for partition in 0..8 {
         let mut fetcher = Client::connect(b.addr());
-        let fetch = km::FetchRequest::default()
-            .with_max_wait_ms(30_000)
-            .with_min_bytes(1)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![km::fetch_request::FetchTopic::default()
-                .with_topic(TopicName(s("poll")))
-                .with_partitions(vec![km::fetch_request::FetchPartition::default()
-                    .with_partition(partition)
-                    .with_fetch_offset(0)
-                    .with_partition_max_bytes(1 << 20)])]);
-        fetcher.send(&fetch, 12);
+        fetcher.send(&fetch_request("poll", partition, 0, 30_000), 12);
         // Let the fetch reach its wait before the records come.
         std::thread::sleep(std::time::Duration::from_millis(200));
         let started = std::time::Instant::now();
@@ -285,16 +282,6 @@ fn pipelined_mixed_requests_are_answered_in_order() {
     b.stop();
     b.spawn();
     let mut c = Client::connect(b.addr());
-    let fetch = |offset: i64| {
-        km::FetchRequest::default()
-            .with_max_wait_ms(0)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![km::fetch_request::FetchTopic::default()
-                .with_topic(TopicName(s("mixed")))
-                .with_partitions(vec![km::fetch_request::FetchPartition::default()
-                    .with_fetch_offset(offset)
-                    .with_partition_max_bytes(1 << 20)])])
-    };
     let produce = |i: usize, acks: i16| {
         let v = format!("piped-{i}");
         produce_request(
@@ -312,7 +299,7 @@ fn pipelined_mixed_requests_are_answered_in_order() {
                 expected.push("produce");
             }
             1 => {
-                c.send(&fetch((i % 20) as i64), 12);
+                c.send(&fetch_request("mixed", 0, (i % 20) as i64, 0), 12);
                 expected.push("fetch");
             }
             2 => {
@@ -340,7 +327,7 @@ fn pipelined_mixed_requests_are_answered_in_order() {
                 let info = validate(&records, 1 << 20, Validation::Stored).expect("a whole batch");
                 let batch = &records[..info.size];
                 let first = decode_records(&batch[HEADER_BYTES..], info.record_count).unwrap();
-                let value = first[0].value.clone().unwrap_or_default();
+                let value = first[0].value.unwrap_or_default();
                 assert!(value.starts_with(b"stored-"), "answer {n}: {value:?}");
             }
             _ => {
