@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use ferrite_engine::log_config::LogConfig;
-use ferrite_engine::segment_appender::WriteMode;
 use ferrite_engine::shard::Pinning;
+use ferrite_engine::WriteMode;
 
 use crate::groups::{GroupConfig, OffsetsConfig};
 

@@ -175,8 +175,8 @@ mod tests {
     use crate::log::{AppendMode, PartitionLog};
     use crate::log_config::LogConfig;
     use crate::recovery::{OpenParams, Repair};
-    use crate::segment_appender::WriteMode;
     use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
+    use crate::write_mode::WriteMode;
 
     const LEADER: AppendMode = AppendMode::Leader { epoch: LeaderEpoch(0) };
 

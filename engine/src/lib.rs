@@ -57,6 +57,7 @@ pub mod sys;
 pub mod time_index;
 pub mod truncate;
 pub mod types;
+pub mod write_mode;
 
 pub use error::{BatchError, EngineError, Result};
 pub use leader_epoch::{EpochEntry, LeaderEpochCache};
@@ -64,5 +65,5 @@ pub use log::{AppendInfo, AppendMode, PartitionLog};
 pub use log_config::LogConfig;
 pub use log_read::{FileRegion, LogRead, ReadRegion, SizeLimit};
 pub use recovery::{OpenParams, Repair};
-pub use segment_appender::WriteMode;
 pub use types::{LeaderEpoch, Offset, ShardId, TimestampMs, TopicPartition};
+pub use write_mode::WriteMode;

@@ -41,8 +41,8 @@ use crate::log_config::LogConfig;
 use crate::offsets::LogOffsets;
 use crate::producer_state::{ProducerStates, SeqCheck};
 use crate::segment::Segment;
-use crate::segment_appender::WriteMode;
 use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
+use crate::write_mode::WriteMode;
 
 /// Who is appending, which decides how offsets are set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,8 +26,8 @@ use crate::error::{EngineError, Result};
 use crate::log::PartitionLog;
 use crate::log_config::LogConfig;
 use crate::recovery::{OpenParams, Repair};
-use crate::segment_appender::WriteMode;
 use crate::types::{ShardId, TopicPartition};
+use crate::write_mode::WriteMode;
 
 #[derive(Clone, Debug)]
 pub struct LogManagerConfig {

@@ -13,8 +13,8 @@ use crate::log::{AppendMode, PartitionLog, RecordBytes};
 use crate::log_config::LogConfig;
 use crate::log_read::{ReadRegion, SizeLimit};
 use crate::recovery::{OpenParams, Repair};
-use crate::segment_appender::WriteMode;
 use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
+use crate::write_mode::WriteMode;
 
 const LEADER: AppendMode = AppendMode::Leader { epoch: LeaderEpoch(0) };
 

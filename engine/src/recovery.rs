@@ -47,10 +47,11 @@ use crate::log_config::LogConfig;
 use crate::offsets::LogOffsets;
 use crate::scan::ScanStop;
 use crate::segment::{self, Segment, SegmentPaths};
-use crate::segment_appender::{SegmentAppender, WriteMode};
+use crate::segment_appender::SegmentAppender;
 use crate::segment_load::{self, Scanned};
 use crate::segment_reader::SegmentFile;
 use crate::types::{Offset, TopicPartition};
+use crate::write_mode::WriteMode;
 
 /// What to do with corruption below the recovery point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

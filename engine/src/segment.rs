@@ -20,10 +20,11 @@ use crate::batch::BatchInfo;
 use crate::error::{EngineError, Result};
 use crate::index::{self, IndexEntry};
 use crate::offset_index::{self, OffsetEntry, OffsetIndex};
-use crate::segment_appender::{SegmentAppender, WriteMode};
+use crate::segment_appender::SegmentAppender;
 use crate::segment_reader::SegmentFile;
 use crate::time_index::{self, TimeEntry, TimeIndex};
 use crate::types::{Offset, TimestampMs};
+use crate::write_mode::WriteMode;
 
 /// File name stem of a segment: its base offset in 20 digits.
 pub fn file_stem(base: Offset) -> String {

@@ -190,7 +190,7 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
 /// close cut the file to its data. What was read before reads the same.
 #[test]
 fn preallocated_segment_space_is_cut_by_recovery_seal_and_close() {
-    use ferrite_engine::segment_appender::PREALLOCATE_BYTES;
+    use ferrite_engine::write_mode::PREALLOCATE_BYTES;
     let dir = tempfile::tempdir().unwrap();
     let len = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().len();
     run(|| async {
