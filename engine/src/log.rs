@@ -602,8 +602,8 @@ impl PartitionLog {
     }
 
     /// Assigns offsets (leader), accounts for every batch in the active
-    /// segment and (leader appends only) the cache, and queues the bytes. Synchronous: the append
-    /// order is decided here.
+    /// segment and (leader appends only) the cache, and queues the bytes.
+    /// Synchronous: the append order is decided here.
     fn reserve(
         &self,
         mut records: RecordBytes,
@@ -648,24 +648,25 @@ impl PartitionLog {
         if meta.first_append.is_none() {
             meta.first_append = Some(now);
         }
+        // Nothing reads a follower's tail (consumers and followers fetch
+        // from the leader), and holding its batches would keep every fetch
+        // response they came in alive. A follower that becomes leader
+        // starts caching at its log end.
+        let caching = matches!(mode, AppendMode::Leader { .. });
         let mut cache = self.cache.borrow_mut();
+        if !caching {
+            cache.clear();
+        }
         for (pos, info) in &stamped {
             let seg_pos = meta.size;
             meta.note_batch(active.base(), info, seg_pos, interval);
-            if let AppendMode::Leader { .. } = mode {
+            if caching {
                 cache.push(CachedBatch {
                     base: info.base_offset,
                     next: info.next_offset(),
                     bytes: bytes.slice(*pos..*pos + info.size),
                 });
             }
-        }
-        if mode == AppendMode::Replica {
-            // Nothing reads a follower's tail (consumers and followers fetch
-            // from the leader), and holding the batches would keep every
-            // fetch response they came in alive. A follower that becomes
-            // leader starts caching at its log end.
-            cache.clear();
         }
         let first = stamped[0].1;
         let last = stamped[stamped.len() - 1].1;

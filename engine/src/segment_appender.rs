@@ -56,11 +56,12 @@
 //! without blocking, so io_uring hands every such write to an io-wq worker
 //! thread: two context switches per write, and the inode journalled twice.
 //! Preallocated, the file is extended with `fallocate` (file size included)
-//! [`PREALLOCATE_BYTES`](crate::write_mode::PREALLOCATE_BYTES) at a time ahead of the writes, which then land in
-//! allocated (unwritten) extents and are issued from the shard itself. That
-//! holds only for a write that stays within extents of one kind, so heads
-//! are never joined in this mode: the block a group starts in is already
-//! written, the rest is not, and one write across both goes to io-wq again.
+//! [`PREALLOCATE_BYTES`](crate::write_mode::PREALLOCATE_BYTES) at a time
+//! ahead of the writes, which then land in allocated (unwritten) extents
+//! and are issued from the shard itself. That holds only for a write that
+//! stays within extents of one kind, so heads are never joined in this
+//! mode: the block a group starts in is already written, the rest is not,
+//! and one write across both goes to io-wq again.
 //!
 //! Measured on the development machine (`docs/benchmarks.md`): in the
 //! 3-broker matrix, io-wq hand-offs fell from 10,000 a second to about
@@ -88,8 +89,7 @@ use crate::block_layout::{layout_direct, Head, Pieces};
 use crate::error::{EngineError, Result};
 use crate::notify::Notify;
 use crate::types::Offset;
-use crate::write_mode::WriteMode;
-use crate::write_mode::{direct_block_bytes, preallocation, read_tail};
+use crate::write_mode::{direct_block_bytes, preallocation, read_tail, WriteMode};
 
 /// Largest single group; a longer backlog is written as several.
 pub const WRITE_BYTES_MAX: usize = 4 << 20;
