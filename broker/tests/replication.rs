@@ -264,7 +264,12 @@ fn unclean_election_off_keeps_the_partition_offline_and_on_elects_a_stale_replic
             partitions_of(&observer, topic, 1).filter(|p| p[0].1 == 1)
         });
         let addr = cluster.broker(leader).bootstrap();
-        assert_eq!(produce(&addr, topic, 0, 1, b"only-the-leader-has-it").0, 0);
+        // A leader restarted by the previous round may not yet have the
+        // controller's metadata for this topic (UNKNOWN_TOPIC_OR_PARTITION,
+        // retriable): retry as a client would.
+        wait_for("the leader taking a record", Duration::from_secs(20), || {
+            (produce(&addr, topic, 0, 1, b"only-the-leader-has-it").0 == 0).then_some(())
+        });
         cluster.broker(leader).kill9();
         wait_for("the partition offline", Duration::from_secs(20), || {
             let m = metadata(&observer, topic)?;
