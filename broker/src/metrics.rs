@@ -10,6 +10,7 @@
 //! | `ferrite_requests_total` | counter | api |
 //! | `ferrite_request_duration_seconds` | histogram | api |
 //! | `ferrite_connections_active` | gauge | — |
+//! | `ferrite_cross_shard_calls_total` | counter | — — work a connection's shard handed to the partition's owning shard |
 //! | `ferrite_partitions` | gauge | shard |
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
@@ -64,6 +65,16 @@ pub fn fetched(topic: &str, bytes: u64) {
     if bytes > 0 {
         metrics::counter!("ferrite_bytes_out_total", "topic" => topic.to_string()).increment(bytes);
     }
+}
+
+thread_local! {
+    /// Registered once per shard thread: the hop is on the produce and
+    /// fetch path, a registry lookup per call is not.
+    static CROSS_SHARD_CALLS: metrics::Counter = metrics::counter!("ferrite_cross_shard_calls_total");
+}
+
+pub fn cross_shard_call() {
+    CROSS_SHARD_CALLS.with(|c| c.increment(1));
 }
 
 pub fn connection_opened() {

@@ -228,6 +228,7 @@ impl BrokerShard {
         if owner == self.id {
             return Ok(f(self.clone()).await);
         }
+        crate::metrics::cross_shard_call();
         self.handle.submit(owner, f).await
     }
 

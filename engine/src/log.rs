@@ -109,10 +109,19 @@ pub struct AppendInfo {
 
 /// Runs `fut` as a detached task and waits for it. Dropping the returned
 /// future does not cancel the work.
-pub(crate) async fn detached<T: 'static>(fut: impl std::future::Future<Output = Result<T>> + 'static) -> Result<T> {
-    match glommio::spawn_local(fut).detach().await {
-        Some(r) => r,
-        None => Err(EngineError::ShardGone { shard: usize::MAX }),
+///
+/// Spawns at the call, not at the first poll: the caller's own future then
+/// never holds `fut` (an append's state would otherwise carry its ~1.8 KiB
+/// twice, and every spawn above it copies that).
+pub(crate) fn detached<T: 'static>(
+    fut: impl std::future::Future<Output = Result<T>> + 'static,
+) -> impl std::future::Future<Output = Result<T>> {
+    let task = glommio::spawn_local(fut).detach();
+    async move {
+        match task.await {
+            Some(r) => r,
+            None => Err(EngineError::ShardGone { shard: usize::MAX }),
+        }
     }
 }
 

@@ -61,6 +61,9 @@ pub async fn handle_from(shard: &Rc<BrokerShard>, req: Request, peer: Option<std
     reply
 }
 
+/// Each handler's future is boxed: the request's task then holds only the
+/// handler it runs, not room for the largest of them all (join_group's
+/// future is ~4.5 KiB, and a spawn copies the whole task state).
 async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::SocketAddr>) -> Reply {
     let v = req.version();
     let flexible = req.flexible;
@@ -68,50 +71,52 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::
     write_response_header(&mut b.w, req.header.correlation_id, req.api, flexible);
     match req.body {
         RequestBody::ApiVersions(_) => api_versions::encode_response(&mut b.w, v, ErrorCode::None),
-        RequestBody::Metadata(m) => metadata::metadata(shard, &m, v, flexible, &mut b).await,
+        RequestBody::Metadata(m) => Box::pin(metadata::metadata(shard, &m, v, flexible, &mut b)).await,
         RequestBody::DescribeCluster => metadata::describe_cluster(shard, v, &mut b),
         RequestBody::Produce(p) => {
             if p.acks == 0 {
                 // No answer, as asked; on an error the connection is closed
                 // (as Kafka does) so the producer refreshes its metadata.
-                let ok = produce::produce(shard, p, v, flexible, &mut b).await;
+                let ok = Box::pin(produce::produce(shard, p, v, flexible, &mut b)).await;
                 return if ok { Reply::Nothing } else { Reply::Close };
             }
-            produce::produce(shard, p, v, flexible, &mut b).await;
+            Box::pin(produce::produce(shard, p, v, flexible, &mut b)).await;
             if shard.drop_this_produce_answer() {
                 tracing::warn!("fault injection: produce appended, answer dropped");
                 return Reply::Close;
             }
         }
-        RequestBody::Fetch(f) => fetch::fetch(shard, f, v, flexible, &mut b).await,
-        RequestBody::ListOffsets(l) => list_offsets::list_offsets(shard, l, v, flexible, &mut b).await,
-        RequestBody::CreateTopics(c) => admin::create_topics(shard, c, v, flexible, &mut b).await,
-        RequestBody::DeleteTopics(d) => admin::delete_topics(shard, d, v, flexible, &mut b).await,
-        RequestBody::CreatePartitions(c) => admin::create_partitions(shard, c, flexible, &mut b).await,
+        RequestBody::Fetch(f) => Box::pin(fetch::fetch(shard, f, v, flexible, &mut b)).await,
+        RequestBody::ListOffsets(l) => Box::pin(list_offsets::list_offsets(shard, l, v, flexible, &mut b)).await,
+        RequestBody::CreateTopics(c) => Box::pin(admin::create_topics(shard, c, v, flexible, &mut b)).await,
+        RequestBody::DeleteTopics(d) => Box::pin(admin::delete_topics(shard, d, v, flexible, &mut b)).await,
+        RequestBody::CreatePartitions(c) => Box::pin(admin::create_partitions(shard, c, flexible, &mut b)).await,
         RequestBody::DescribeConfigs(d) => admin::describe_configs(shard, d, v, flexible, &mut b),
-        RequestBody::IncrementalAlterConfigs(a) => admin::alter_configs(shard, a, flexible, &mut b).await,
-        RequestBody::Controller(rpc) => inter_broker::controller_request(shard, rpc, &mut b).await,
-        RequestBody::ControlledShutdown(c) => inter_broker::controlled_shutdown(shard, c, &mut b).await,
-        RequestBody::OffsetForLeaderEpoch(o) => inter_broker::offset_for_leader_epoch(shard, o, v, &mut b).await,
-        RequestBody::ElectLeaders(e) => inter_broker::elect_leaders(shard, e, v, &mut b).await,
-        RequestBody::InitProducerId(i) => groups::init_producer_id(shard, i, v, &mut b).await,
-        RequestBody::FindCoordinator(f) => groups::find_coordinator(shard, f, v, &mut b).await,
+        RequestBody::IncrementalAlterConfigs(a) => Box::pin(admin::alter_configs(shard, a, flexible, &mut b)).await,
+        RequestBody::Controller(rpc) => Box::pin(inter_broker::controller_request(shard, rpc, &mut b)).await,
+        RequestBody::ControlledShutdown(c) => Box::pin(inter_broker::controlled_shutdown(shard, c, &mut b)).await,
+        RequestBody::OffsetForLeaderEpoch(o) => {
+            Box::pin(inter_broker::offset_for_leader_epoch(shard, o, v, &mut b)).await
+        }
+        RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, e, v, &mut b)).await,
+        RequestBody::InitProducerId(i) => Box::pin(groups::init_producer_id(shard, i, v, &mut b)).await,
+        RequestBody::FindCoordinator(f) => Box::pin(groups::find_coordinator(shard, f, v, &mut b)).await,
         RequestBody::JoinGroup(j) => {
             let client_id = req.header.client_id.clone().unwrap_or_default();
             let host = peer
                 .map(|p| format!("/{}", p.ip()))
                 .unwrap_or_else(|| "/unknown".into());
-            groups::join_group(shard, j, client_id, host, v, &mut b).await
+            Box::pin(groups::join_group(shard, j, client_id, host, v, &mut b)).await
         }
-        RequestBody::SyncGroup(s) => groups::sync_group(shard, s, v, &mut b).await,
-        RequestBody::Heartbeat(h) => groups::heartbeat(shard, h, v, &mut b).await,
-        RequestBody::LeaveGroup(l) => groups::leave_group(shard, l, v, &mut b).await,
-        RequestBody::OffsetCommit(c) => groups::offset_commit(shard, c, v, &mut b).await,
-        RequestBody::OffsetFetch(f) => groups::offset_fetch(shard, f, v, &mut b).await,
-        RequestBody::OffsetDelete(d) => groups::offset_delete(shard, d, v, &mut b).await,
-        RequestBody::ListGroups(l) => groups::list_groups(shard, l, v, &mut b).await,
-        RequestBody::DescribeGroups(d) => groups::describe_groups(shard, d, v, &mut b).await,
-        RequestBody::DeleteGroups(d) => groups::delete_groups(shard, d, v, &mut b).await,
+        RequestBody::SyncGroup(s) => Box::pin(groups::sync_group(shard, s, v, &mut b)).await,
+        RequestBody::Heartbeat(h) => Box::pin(groups::heartbeat(shard, h, v, &mut b)).await,
+        RequestBody::LeaveGroup(l) => Box::pin(groups::leave_group(shard, l, v, &mut b)).await,
+        RequestBody::OffsetCommit(c) => Box::pin(groups::offset_commit(shard, c, v, &mut b)).await,
+        RequestBody::OffsetFetch(f) => Box::pin(groups::offset_fetch(shard, f, v, &mut b)).await,
+        RequestBody::OffsetDelete(d) => Box::pin(groups::offset_delete(shard, d, v, &mut b)).await,
+        RequestBody::ListGroups(l) => Box::pin(groups::list_groups(shard, l, v, &mut b)).await,
+        RequestBody::DescribeGroups(d) => Box::pin(groups::describe_groups(shard, d, v, &mut b)).await,
+        RequestBody::DeleteGroups(d) => Box::pin(groups::delete_groups(shard, d, v, &mut b)).await,
     }
     Reply::of(b)
 }

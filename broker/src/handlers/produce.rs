@@ -110,6 +110,29 @@ async fn append_on_owner(
         .map_err(ProduceFailure::Engine)?
 }
 
+/// One partition's answer to its append.
+async fn answer_append(
+    shard: Rc<BrokerShard>,
+    tp: TopicPartition,
+    epoch: i32,
+    records: Bytes,
+    acks: i16,
+    timeout_ms: i32,
+) -> ProducePartitionResponse {
+    let index = tp.partition;
+    match append_on_owner(&shard, tp, epoch, records, acks, timeout_ms).await {
+        Ok((base, start)) => ProducePartitionResponse {
+            index,
+            error: 0,
+            base_offset: base,
+            log_append_time_ms: -1,
+            log_start_offset: start,
+            error_message: None,
+        },
+        Err(e) => failed(index, e.code(), Some(e.message())),
+    }
+}
+
 /// Answers a produce; returns whether every partition succeeded.
 pub async fn produce(
     shard: &Rc<BrokerShard>,
@@ -139,6 +162,7 @@ pub async fn produce(
         // Partitions that fail at once are answered without a task.
         let mut tasks: Vec<Result<ProducePartitionResponse, glommio::Task<ProducePartitionResponse>>> =
             Vec::with_capacity(t.partitions.len().min(1024));
+        let single = t.partitions.len() == 1;
         for part in t.partitions {
             let index = part.index;
             let known = topic.and_then(|x| x.partition(index));
@@ -152,22 +176,14 @@ pub async fn produce(
             match ready {
                 Err(r) => tasks.push(Ok(r)),
                 Ok((epoch, records)) => {
-                    let shard = shard.clone();
                     let tp = TopicPartition::new(t.name.clone(), index);
-                    let (acks, timeout_ms) = (p.acks, p.timeout_ms);
-                    tasks.push(Err(glommio::spawn_local(async move {
-                        match append_on_owner(&shard, tp, epoch, records, acks, timeout_ms).await {
-                            Ok((base, start)) => ProducePartitionResponse {
-                                index,
-                                error: 0,
-                                base_offset: base,
-                                log_append_time_ms: -1,
-                                log_start_offset: start,
-                                error_message: None,
-                            },
-                            Err(e) => failed(index, e.code(), Some(e.message())),
-                        }
-                    })));
+                    let append = answer_append(shard.clone(), tp, epoch, records, p.acks, p.timeout_ms);
+                    // A topic's partitions append concurrently, each as its
+                    // own task; a lone partition needs no task.
+                    tasks.push(match single {
+                        true => Ok(append.await),
+                        false => Err(glommio::spawn_local(append)),
+                    });
                 }
             }
         }
