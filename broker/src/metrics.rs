@@ -15,6 +15,8 @@
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -51,19 +53,68 @@ pub fn render() -> String {
     HANDLE.get().map(|h| h.render()).unwrap_or_default()
 }
 
+/// Topics whose throughput counters a shard keeps at hand; past this many the
+/// cache starts over (deleted topics would otherwise stay in it).
+const TOPIC_HANDLES_MAX: usize = 4096;
+
+thread_local! {
+    /// Each shard looks a handle up in the shared registry once (a hash of
+    /// the name and labels, a lock, label strings): then per request it
+    /// only bumps the atomics.
+    static API_HANDLES: RefCell<HashMap<ApiKey, (metrics::Counter, metrics::Histogram)>> =
+        RefCell::new(HashMap::new());
+    static TOPIC_HANDLES: RefCell<HashMap<String, TopicHandles>> =
+        RefCell::new(HashMap::new());
+}
+
 pub fn request(api: ApiKey, seconds: f64) {
-    metrics::counter!("ferrite_requests_total", "api" => api.name()).increment(1);
-    metrics::histogram!("ferrite_request_duration_seconds", "api" => api.name()).record(seconds);
+    API_HANDLES.with_borrow_mut(|handles| {
+        let (count, duration) = handles.entry(api).or_insert_with(|| {
+            (
+                metrics::counter!("ferrite_requests_total", "api" => api.name()),
+                metrics::histogram!("ferrite_request_duration_seconds", "api" => api.name()),
+            )
+        });
+        count.increment(1);
+        duration.record(seconds);
+    });
+}
+
+/// A topic's throughput counters.
+struct TopicHandles {
+    bytes_in: metrics::Counter,
+    messages_in: metrics::Counter,
+    bytes_out: metrics::Counter,
+}
+
+fn with_topic(topic: &str, f: impl FnOnce(&TopicHandles)) {
+    TOPIC_HANDLES.with_borrow_mut(|handles| {
+        if !handles.contains_key(topic) {
+            if handles.len() >= TOPIC_HANDLES_MAX {
+                handles.clear();
+            }
+            let label = topic.to_string();
+            let made = TopicHandles {
+                bytes_in: metrics::counter!("ferrite_bytes_in_total", "topic" => label.clone()),
+                messages_in: metrics::counter!("ferrite_messages_in_total", "topic" => label.clone()),
+                bytes_out: metrics::counter!("ferrite_bytes_out_total", "topic" => label),
+            };
+            handles.insert(topic.to_string(), made);
+        }
+        f(&handles[topic]);
+    });
 }
 
 pub fn produced(topic: &str, bytes: usize, records: i64) {
-    metrics::counter!("ferrite_bytes_in_total", "topic" => topic.to_string()).increment(bytes as u64);
-    metrics::counter!("ferrite_messages_in_total", "topic" => topic.to_string()).increment(records.max(0) as u64);
+    with_topic(topic, |h| {
+        h.bytes_in.increment(bytes as u64);
+        h.messages_in.increment(records.max(0) as u64);
+    });
 }
 
 pub fn fetched(topic: &str, bytes: u64) {
     if bytes > 0 {
-        metrics::counter!("ferrite_bytes_out_total", "topic" => topic.to_string()).increment(bytes);
+        with_topic(topic, |h| h.bytes_out.increment(bytes));
     }
 }
 
