@@ -28,12 +28,14 @@ fn value(text: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
 #[test]
 fn metrics_count_traffic_requests_partitions_and_connections() {
-    let metrics_port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let metrics_port = free_port();
     let b = Broker::start(&[&format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}")]);
     let mut c = Client::connect(b.addr());
     let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[b"one", b"two", b"three"]));
@@ -96,4 +98,38 @@ fn metrics_count_traffic_requests_partitions_and_connections() {
     let mut out = String::new();
     other.read_to_string(&mut out).unwrap();
     assert!(out.starts_with("HTTP/1.1 404"), "{out}");
+}
+
+#[test]
+fn a_produce_to_partitions_on_both_shards_counts_its_cross_shard_hop() {
+    // Two shards, two partitions: a topic's partitions go round-robin over
+    // the shards, so whichever shard took the connection, one of the two
+    // appends of each request is handed to the other shard.
+    let metrics_port = free_port();
+    let b = Broker::start(&[
+        &format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}"),
+        "num.partitions=2",
+    ]);
+    let mut c = Client::connect(b.addr());
+    let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[b"x"]));
+    let part = |index| {
+        km::produce_request::PartitionProduceData::default()
+            .with_index(index)
+            .with_records(Some(batch.clone()))
+    };
+    let req = km::ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+            .with_name(TopicName(s("hops")))
+            .with_partition_data(vec![part(0), part(1)])]);
+    let before = value(&scrape(metrics_port), "ferrite_cross_shard_calls_total").unwrap_or(0.0);
+    for _ in 0..3 {
+        let r = c.call(&req, 9);
+        for p in &r.responses[0].partition_responses {
+            assert_eq!(p.error_code, 0, "partition {}", p.index);
+        }
+    }
+    let after = value(&scrape(metrics_port), "ferrite_cross_shard_calls_total").unwrap_or(0.0);
+    assert!(after - before >= 3.0, "{before} -> {after}");
 }
