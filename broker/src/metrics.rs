@@ -10,7 +10,7 @@
 //! | `ferrite_requests_total` | counter | api |
 //! | `ferrite_request_duration_seconds` | histogram | api |
 //! | `ferrite_connections_active` | gauge | — |
-//! | `ferrite_cross_shard_calls_total` | counter | — — work a connection's shard handed to the partition's owning shard |
+//! | `ferrite_cross_shard_calls_total` | counter | — (work a connection's shard handed to the owning shard) |
 //! | `ferrite_partitions` | gauge | shard |
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
