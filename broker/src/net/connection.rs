@@ -14,14 +14,14 @@
 //! UNSUPPORTED_VERSION and the supported ranges). The size is checked before
 //! the frame's buffer is allocated.
 
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::rc::Rc;
 
 use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
-use super::{gather, sendfile};
+use super::{gather, recv, sendfile};
 use crate::handlers::{self, Reply};
 use crate::protocol::request::{decode_frame, Decoded};
 use crate::protocol::response::Chunk;
@@ -37,8 +37,13 @@ enum Next {
     Stop,
 }
 
-/// Reads one frame; `Ok(None)` at a clean end of stream.
-async fn read_frame<R: futures_lite::AsyncRead + Unpin>(r: &mut R, max: usize) -> std::io::Result<Option<BytesMut>> {
+/// Reads one frame from `r`, socket `sock`; `Ok(None)` at a clean end of
+/// stream.
+async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
+    r: &mut R,
+    sock: RawFd,
+    max: usize,
+) -> std::io::Result<Option<BytesMut>> {
     let mut size = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -64,7 +69,16 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(r: &mut R, max: usize) -
     let mut frame = BytesMut::with_capacity(size.min(FRAME_READ_BYTES));
     while frame.len() < size {
         let start = frame.len();
-        frame.resize(start + (size - start).min(FRAME_READ_BYTES), 0);
+        let want = (size - start).min(FRAME_READ_BYTES);
+        // Bytes already queued go straight into the spare capacity; only
+        // an empty socket costs a zeroed chunk and an async read.
+        match recv::recv_ready(sock, &mut frame, want) {
+            Some(Ok(0)) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+        frame.resize(start + want, 0);
         let n = r.read(&mut frame[start..]).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
@@ -190,7 +204,7 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
         if shard.stopping.get() {
             break;
         }
-        let next = futures_lite::future::or(async { Next::Frame(read_frame(&mut rd, max).await) }, async {
+        let next = futures_lite::future::or(async { Next::Frame(read_frame(&mut rd, sock, max).await) }, async {
             shard.stop_signal.changed_since(seen).await;
             Next::Stop
         })

@@ -2,6 +2,7 @@
 
 pub mod connection;
 pub mod gather;
+pub mod recv;
 pub mod sendfile;
 
 use std::rc::Rc;

@@ -1,0 +1,62 @@
+//! Receiving a request frame's bytes without zeroing its buffer first.
+//!
+//! `AsyncRead` wants an initialised slice, so a frame's buffer was zeroed
+//! (`BytesMut::resize`) before every read: a 16 KiB produce was written
+//! twice, once with zeros. [`recv_ready`] instead asks the kernel, without
+//! waiting (`MSG_DONTWAIT`), for the bytes already queued on the socket and
+//! lets it write them into the buffer's spare capacity. Only when nothing is
+//! queued does the caller fall back to glommio's read, which waits. glommio
+//! itself tries the same non-blocking `recv` first, so the two mix: neither
+//! keeps bytes of its own.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use bytes::BytesMut;
+
+/// Appends to `buf` up to `want` bytes already queued on socket `sock`.
+/// `None`: nothing is queued (the caller waits with an async read).
+/// `Some(Ok(0))`: the peer closed its end.
+pub fn recv_ready(sock: RawFd, buf: &mut BytesMut, want: usize) -> Option<io::Result<usize>> {
+    buf.reserve(want);
+    let spare = buf.spare_capacity_mut();
+    let len = want.min(spare.len());
+    // SAFETY: `spare` is `len` or more bytes of `buf`'s own allocation,
+    // alive and unmoved for the call; recv(2) writes at most `len` bytes at
+    // its start and nothing is read from it here.
+    let n = unsafe { libc::recv(sock, spare.as_mut_ptr().cast::<libc::c_void>(), len, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock => None,
+            io::ErrorKind::Interrupted => None,
+            _ => Some(Err(e)),
+        };
+    }
+    let n = n as usize;
+    assert!(n <= len, "recv returned more than asked");
+    // SAFETY: recv(2) initialised the first `n` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Some(Ok(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn queued_bytes_are_appended_and_an_empty_socket_says_so() {
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut buf = BytesMut::from(&b"ab"[..]);
+        assert!(recv_ready(b.as_raw_fd(), &mut buf, 8).is_none(), "nothing queued yet");
+        a.write_all(b"cdefghijkl").unwrap();
+        assert_eq!(recv_ready(b.as_raw_fd(), &mut buf, 4).unwrap().unwrap(), 4);
+        assert_eq!(&buf[..], b"abcdef");
+        assert_eq!(recv_ready(b.as_raw_fd(), &mut buf, 100).unwrap().unwrap(), 6);
+        assert_eq!(&buf[..], b"abcdefghijkl");
+        drop(a);
+        assert_eq!(recv_ready(b.as_raw_fd(), &mut buf, 4).unwrap().unwrap(), 0, "closed");
+    }
+}
