@@ -65,6 +65,7 @@ thread_local! {
         RefCell::new(HashMap::new());
     static TOPIC_HANDLES: RefCell<HashMap<String, TopicHandles>> =
         RefCell::new(HashMap::new());
+    static CROSS_SHARD_CALLS: metrics::Counter = metrics::counter!("ferrite_cross_shard_calls_total");
 }
 
 pub fn request(api: ApiKey, seconds: f64) {
@@ -89,19 +90,20 @@ struct TopicHandles {
 
 fn with_topic(topic: &str, f: impl FnOnce(&TopicHandles)) {
     TOPIC_HANDLES.with_borrow_mut(|handles| {
-        if !handles.contains_key(topic) {
-            if handles.len() >= TOPIC_HANDLES_MAX {
-                handles.clear();
-            }
-            let label = topic.to_string();
-            let made = TopicHandles {
-                bytes_in: metrics::counter!("ferrite_bytes_in_total", "topic" => label.clone()),
-                messages_in: metrics::counter!("ferrite_messages_in_total", "topic" => label.clone()),
-                bytes_out: metrics::counter!("ferrite_bytes_out_total", "topic" => label),
-            };
-            handles.insert(topic.to_string(), made);
+        if let Some(known) = handles.get(topic) {
+            return f(known);
         }
-        f(&handles[topic]);
+        if handles.len() >= TOPIC_HANDLES_MAX {
+            handles.clear();
+        }
+        let label = topic.to_string();
+        let made = TopicHandles {
+            bytes_in: metrics::counter!("ferrite_bytes_in_total", "topic" => label.clone()),
+            messages_in: metrics::counter!("ferrite_messages_in_total", "topic" => label.clone()),
+            bytes_out: metrics::counter!("ferrite_bytes_out_total", "topic" => label),
+        };
+        f(&made);
+        handles.insert(topic.to_string(), made);
     });
 }
 
@@ -116,12 +118,6 @@ pub fn fetched(topic: &str, bytes: u64) {
     if bytes > 0 {
         with_topic(topic, |h| h.bytes_out.increment(bytes));
     }
-}
-
-thread_local! {
-    /// Registered once per shard thread: the hop is on the produce and
-    /// fetch path, a registry lookup per call is not.
-    static CROSS_SHARD_CALLS: metrics::Counter = metrics::counter!("ferrite_cross_shard_calls_total");
 }
 
 pub fn cross_shard_call() {

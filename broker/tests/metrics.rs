@@ -10,6 +10,7 @@ use bytes::Bytes;
 use common::{s, Broker, Client};
 use ferrite_engine::batch::build_batch;
 use ferrite_engine::{Offset, TimestampMs};
+use ferrite_testkit::free_port;
 use kafka_protocol::messages::{self as km, TopicName};
 
 fn scrape(port: u16) -> String {
@@ -26,11 +27,6 @@ fn value(text: &str, series: &str) -> Option<f64> {
         .find(|l| l.starts_with(series))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 #[test]

@@ -21,16 +21,11 @@ pub struct ClusterBroker {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
 impl ClusterBroker {
     pub fn new(id: i32, zk: &str, extra: &[&str]) -> ClusterBroker {
         let mut b = ClusterBroker {
             id,
-            port: free_port(),
+            port: ferrite_testkit::free_port(),
             dir: tempfile::tempdir().expect("tempdir"),
             child: None,
             zk: zk.to_string(),

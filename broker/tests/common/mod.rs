@@ -22,17 +22,12 @@ pub struct Broker {
     pub log: PathBuf,
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
 impl Broker {
     pub fn start(overrides: &[&str]) -> Broker {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut b = Broker {
             child: None,
-            port: free_port(),
+            port: ferrite_testkit::free_port(),
             log: dir.path().join("broker.log"),
             dir,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
