@@ -5,7 +5,7 @@ pub mod codec;
 pub mod group;
 pub mod replica_fetch;
 
-use std::io::{Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -30,10 +30,15 @@ pub enum ClientError {
     Kafka(String),
 }
 
+/// Bytes read from the socket at a time: a broker that gathers several
+/// answers into one send has them all taken in by one read.
+const READ_BUFFER_BYTES: usize = 64 << 10;
+
 /// A connection to one broker. Requests may be pipelined: `send` any number,
 /// then `recv` their responses in the same order.
 pub struct Connection {
-    stream: TcpStream,
+    /// Reads go through the buffer; writes go to the socket itself.
+    stream: BufReader<TcpStream>,
     addr: String,
     client_id: String,
     correlation: i32,
@@ -50,7 +55,7 @@ impl Connection {
         stream.set_nodelay(true).map_err(io)?;
         stream.set_read_timeout(Some(Duration::from_secs(60))).map_err(io)?;
         Ok(Connection {
-            stream,
+            stream: BufReader::with_capacity(READ_BUFFER_BYTES, stream),
             addr: addr.to_string(),
             client_id: client_id.to_string(),
             correlation: 0,
@@ -69,7 +74,7 @@ impl Connection {
     pub fn send(&mut self, api_key: i16, version: i16, body: impl FnOnce(&mut Writer)) -> Result<i32, ClientError> {
         self.correlation = self.correlation.wrapping_add(1);
         let f = codec::frame(api_key, version, self.correlation, &self.client_id, body);
-        self.stream.write_all(&f).map_err(|e| self.io(e))?;
+        self.stream.get_mut().write_all(&f).map_err(|e| self.io(e))?;
         self.awaiting.push_back(self.correlation);
         Ok(self.correlation)
     }
