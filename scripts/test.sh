@@ -76,7 +76,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 produced=$(target/release/ferrite-bench produce --bootstrap "127.0.0.1:$port" --topic smoke --partitions 4 \
-  --count 200000 --duration 60 --loopback-seconds 1 | tail -n 1)
+  --connections 2 --count 200000 --duration 60 --loopback-seconds 1 | tail -n 1)
 echo "$produced"
 consumed=$(target/release/ferrite-bench consume --bootstrap "127.0.0.1:$port" --topic smoke --partitions 4 \
   --duration 60 | tail -n 1)

@@ -31,6 +31,11 @@ pub struct LoadConfig {
     pub partitions: i32,
     pub record_bytes: usize,
     pub batch_records: usize,
+    /// Batches per produce request, each for another of the connection's
+    /// partitions, taken in turn (at most as many as it serves; 0 = all of
+    /// them, as the Java client and librdkafka put every partition's ready
+    /// batch for a broker into one request).
+    pub request_partitions: usize,
     pub acks: i16,
     pub inflight: usize,
     pub connections: usize,
@@ -81,6 +86,7 @@ impl LoadResult {
             "partitions": cfg.partitions,
             "record_bytes": cfg.record_bytes,
             "batch_records": cfg.batch_records,
+            "request_partitions": cfg.request_partitions,
             "acks": cfg.acks,
             "connections": cfg.connections,
             "inflight": cfg.inflight,
@@ -326,15 +332,22 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
                     }
                     None => Instant::now(),
                 };
-                let p = parts[sent_batches as usize % parts.len()];
+                let k = batches_per_request(cfg.request_partitions, parts.len());
+                let sets: Vec<(i32, &[u8])> = (0..k)
+                    .map(|j| (parts[(sent_batches as usize + j) % parts.len()], &batch[..]))
+                    .collect();
                 c.send(0, PRODUCE_V, |w| {
-                    codec::produce(w, cfg.acks, 30_000, &cfg.topic, p, &batch)
+                    codec::produce_partitions(w, cfg.acks, 30_000, &cfg.topic, &sets)
                 })?;
-                sent_batches += 1;
-                records += cfg.batch_records as u64;
+                sent_batches += k as u64;
+                records += (k * cfg.batch_records) as u64;
                 if cfg.acks == 0 {
-                    shared.records.fetch_add(cfg.batch_records as u64, Ordering::Relaxed);
-                    shared.bytes.fetch_add(record_bytes_per_batch, Ordering::Relaxed);
+                    shared
+                        .records
+                        .fetch_add((k * cfg.batch_records) as u64, Ordering::Relaxed);
+                    shared
+                        .bytes
+                        .fetch_add(k as u64 * record_bytes_per_batch, Ordering::Relaxed);
                 } else {
                     due.push_back(slot);
                 }
@@ -347,20 +360,37 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
                 break;
             };
             let mut r = c.recv()?;
-            let (error, _) = codec::decode_produce(&mut r)?;
+            let mut taken = 0u64;
+            codec::decode_produce_partitions(&mut r, |_, error, _| {
+                if error == 0 {
+                    taken += 1;
+                } else {
+                    shared.note_error(error);
+                    errors += 1;
+                }
+            })?;
             h.record(slot.elapsed().as_micros().max(1) as u64).ok();
-            if error == 0 {
-                shared.records.fetch_add(cfg.batch_records as u64, Ordering::Relaxed);
-                shared.bytes.fetch_add(record_bytes_per_batch, Ordering::Relaxed);
-            } else {
-                shared.note_error(error);
-                errors += 1;
-            }
+            shared
+                .records
+                .fetch_add(taken * cfg.batch_records as u64, Ordering::Relaxed);
+            shared
+                .bytes
+                .fetch_add(taken * record_bytes_per_batch, Ordering::Relaxed);
         }
         Ok((h, errors))
     })?;
     result.warm_up_records = warm_up_records;
     Ok(result)
+}
+
+/// Batches in each produce request of a connection serving `served`
+/// partitions.
+fn batches_per_request(request_partitions: usize, served: usize) -> usize {
+    match request_partitions {
+        0 => served,
+        k => k.min(served),
+    }
+    .max(1)
 }
 
 /// Answers a fresh topic gives before its leader knows it, which mean
@@ -503,5 +533,14 @@ mod tests {
         // One broker: every partition on the one connection's leader.
         let one = vec!["x".to_string(); 3];
         assert_eq!(assignment(0, 1, &one), Some(("x".to_string(), vec![0, 1, 2])));
+    }
+
+    #[test]
+    fn a_request_carries_at_most_the_partitions_its_connection_serves() {
+        assert_eq!(batches_per_request(0, 4), 4, "0: one batch for each");
+        assert_eq!(batches_per_request(1, 4), 1);
+        assert_eq!(batches_per_request(3, 4), 3);
+        assert_eq!(batches_per_request(9, 4), 4, "never the same partition twice");
+        assert_eq!(batches_per_request(0, 0), 1);
     }
 }

@@ -237,6 +237,8 @@ fn run_cell(
         partitions: cfg.partitions,
         record_bytes,
         batch_records,
+        // One batch per request, as in every matrix recorded so far.
+        request_partitions: 1,
         acks,
         inflight: cfg.inflight,
         connections: cfg.connections,

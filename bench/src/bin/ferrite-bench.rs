@@ -74,6 +74,12 @@ enum Command {
         record_size: u64,
         #[arg(long, default_value_t = 16)]
         batch_records: usize,
+        /// Batches per request, each for another of the connection's
+        /// partitions in turn (at most as many as it serves; 0 = one for
+        /// each, as the Java client and librdkafka send a broker every
+        /// partition's ready batch in one request).
+        #[arg(long, default_value_t = 0)]
+        request_partitions: usize,
         /// 0, 1 or -1 (all).
         #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
         acks: i16,
@@ -174,6 +180,7 @@ fn load_config(l: LoadArgs) -> LoadConfig {
         partitions: l.partitions,
         record_bytes: 1024,
         batch_records: 16,
+        request_partitions: 1,
         acks: 1,
         inflight: l.inflight,
         connections: l.connections,
@@ -198,6 +205,7 @@ fn main() {
             load: l,
             record_size,
             batch_records,
+            request_partitions,
             acks,
             rate,
             loopback_seconds,
@@ -205,6 +213,7 @@ fn main() {
             let mut cfg = load_config(l);
             cfg.record_bytes = record_size as usize;
             cfg.batch_records = batch_records;
+            cfg.request_partitions = request_partitions;
             cfg.acks = acks;
             cfg.rate = rate;
             let loopback = if loopback_seconds > 0.0 {

@@ -189,36 +189,51 @@ pub fn decode_metadata(r: &mut Reader) -> WireResult<MetadataInfo> {
 
 /// One partition's record set.
 pub fn produce(w: &mut Writer, acks: i16, timeout_ms: i32, topic: &str, partition: i32, records: &[u8]) {
+    produce_partitions(w, acks, timeout_ms, topic, &[(partition, records)]);
+}
+
+/// A Produce v7 request with one record set for each of `partitions`, as a
+/// client sends the batches of every partition it has ready for one broker.
+pub fn produce_partitions(w: &mut Writer, acks: i16, timeout_ms: i32, topic: &str, partitions: &[(i32, &[u8])]) {
     w.nullable_string(false, None);
     w.i16(acks);
     w.i32(timeout_ms);
     w.array_len(false, Some(1));
     w.string(false, topic);
-    w.array_len(false, Some(1));
-    w.i32(partition);
-    w.nullable_bytes(false, Some(records));
+    w.array_len(false, Some(partitions.len()));
+    for (partition, records) in partitions {
+        w.i32(*partition);
+        w.nullable_bytes(false, Some(records));
+    }
 }
 
 /// (error, base offset) of the first partition in a Produce v7 response.
 pub fn decode_produce(r: &mut Reader) -> WireResult<(i16, i64)> {
+    let mut first = None;
+    decode_produce_partitions(r, |_, error, base| {
+        first.get_or_insert((error, base));
+    })?;
+    Ok(first.unwrap_or((0, -1)))
+}
+
+/// Calls `each(partition, error, base offset)` for every partition of a
+/// Produce v7 response, in the order the response lists them.
+pub fn decode_produce_partitions(r: &mut Reader, mut each: impl FnMut(i32, i16, i64)) -> WireResult<()> {
     let nt = r.array_len_required(false, 6, "topics")?;
-    let mut first = (0, -1);
-    for t in 0..nt {
+    for _ in 0..nt {
         r.string(false, "name")?;
         let np = r.array_len_required(false, 30, "partitions")?;
-        for p in 0..np {
-            r.i32("partition")?;
+        for _ in 0..np {
+            let partition = r.i32("partition")?;
             let error = r.i16("error")?;
             let base = r.i64("base_offset")?;
             r.i64("log_append_time")?;
             r.i64("log_start_offset")?;
-            if t == 0 && p == 0 {
-                first = (error, base);
-            }
+            each(partition, error, base);
         }
     }
     r.i32("throttle_time_ms")?;
-    Ok(first)
+    Ok(())
 }
 
 // ---- Fetch v11 ----
