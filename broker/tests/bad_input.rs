@@ -148,6 +148,49 @@ fn malformed_frames_close_the_connection_and_nothing_else() {
     still_serves(&b);
 }
 
+/// Pipelined frames are all answered, in order, however the bytes arrive:
+/// split inside a size prefix, inside a header, or with a frame's end and
+/// the next one's size in the same segment (the broker takes the next size
+/// in with the read that ends a frame).
+#[test]
+fn pipelined_frames_split_anywhere_are_answered_in_order() {
+    let b = Broker::start(&[]);
+    let mut c = Client::connect(b.addr());
+    c.stream.set_nodelay(true).unwrap();
+    let frames = 8;
+    let bytes: Vec<u8> = (0..frames)
+        .flat_map(|_| c.frame(&km::MetadataRequest::default().with_topics(None), 1))
+        .collect();
+    let splits = [1, 2, 1, 5, 3, 13, 4, 7, 30];
+    let mut at = 0;
+    for (i, n) in splits.iter().cycle().enumerate() {
+        if at == bytes.len() {
+            break;
+        }
+        let end = (at + n).min(bytes.len());
+        c.send_raw(&bytes[at..end]).unwrap();
+        at = end;
+        if i % 3 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    for expected in 1..=frames {
+        let f = c.read_frame().expect("a response to every frame");
+        let correlation = i32::from_be_bytes(f[..4].try_into().unwrap());
+        assert_eq!(correlation, expected, "responses out of order");
+    }
+    // And all of them at once, in one write.
+    let bytes: Vec<u8> = (0..frames)
+        .flat_map(|_| c.frame(&km::MetadataRequest::default().with_topics(None), 1))
+        .collect();
+    c.send_raw(&bytes).unwrap();
+    for expected in frames + 1..=2 * frames {
+        let f = c.read_frame().expect("a response to every frame");
+        assert_eq!(i32::from_be_bytes(f[..4].try_into().unwrap()), expected);
+    }
+    still_serves(&b);
+}
+
 #[test]
 fn unsupported_api_versions_gets_our_ranges() {
     let b = Broker::start(&[]);

@@ -37,15 +37,25 @@ enum Next {
     Stop,
 }
 
+/// The next frame's 4-byte size, or its first bytes, taken in by the read
+/// that finished the frame before it.
+#[derive(Default)]
+struct SizeCarry {
+    bytes: [u8; 4],
+    len: usize,
+}
+
 /// Reads one frame from `r`, socket `sock`; `Ok(None)` at a clean end of
-/// stream.
+/// stream. The frame starts with the bytes in `carry`, and its last read
+/// leaves the next frame's first bytes there.
 async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
     r: &mut R,
     sock: RawFd,
     max: usize,
+    carry: &mut SizeCarry,
 ) -> std::io::Result<Option<BytesMut>> {
-    let mut size = [0u8; 4];
-    let mut got = 0;
+    let mut size = carry.bytes;
+    let mut got = std::mem::take(&mut carry.len);
     while got < 4 {
         let n = r.read(&mut size[got..]).await?;
         if n == 0 {
@@ -70,11 +80,19 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
     while frame.len() < size {
         let start = frame.len();
         let want = (size - start).min(FRAME_READ_BYTES);
-        // Bytes already queued go straight into the spare capacity; only
+        // Bytes already queued go straight into the spare capacity (the
+        // frame's last ones with the next frame's size behind them); only
         // an empty socket costs a zeroed chunk and an async read.
-        match recv::recv_ready(sock, &mut frame, want) {
-            Some(Ok(0)) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Some(Ok(_)) => continue,
+        let ready = match start + want == size {
+            true => recv::recv_ready_then(sock, &mut frame, want, &mut carry.bytes),
+            false => recv::recv_ready(sock, &mut frame, want).map(|got| got.map(|n| (n, 0))),
+        };
+        match ready {
+            Some(Ok((0, _))) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Some(Ok((_, next))) => {
+                carry.len = next;
+                continue;
+            }
             Some(Err(e)) => return Err(e),
             None => {}
         }
@@ -199,15 +217,19 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     let (tx, rx) = async_channel::bounded::<glommio::Task<Reply>>(inflight_max);
     let writer = glommio::spawn_local(write_loop(wr, sock, rx));
     let max = shard.config.socket_request_max_bytes;
+    let mut carry = SizeCarry::default();
     loop {
         let seen = shard.stop_signal.generation();
         if shard.stopping.get() {
             break;
         }
-        let next = futures_lite::future::or(async { Next::Frame(read_frame(&mut rd, sock, max).await) }, async {
-            shard.stop_signal.changed_since(seen).await;
-            Next::Stop
-        })
+        let next = futures_lite::future::or(
+            async { Next::Frame(read_frame(&mut rd, sock, max, &mut carry).await) },
+            async {
+                shard.stop_signal.changed_since(seen).await;
+                Next::Stop
+            },
+        )
         .await;
         let frame = match next {
             Next::Stop => break,
