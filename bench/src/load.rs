@@ -80,13 +80,12 @@ impl LoadResult {
 
     pub fn to_json(&self, mode: &str, cfg: &LoadConfig) -> serde_json::Value {
         let r2 = |x: f64| (x * 100.0).round() / 100.0;
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "bench": mode,
             "topic": cfg.topic,
             "partitions": cfg.partitions,
             "record_bytes": cfg.record_bytes,
             "batch_records": cfg.batch_records,
-            "request_partitions": cfg.request_partitions,
             "acks": cfg.acks,
             "connections": cfg.connections,
             "inflight": cfg.inflight,
@@ -102,7 +101,11 @@ impl LoadResult {
             "p99_ms": r2(self.ms(0.99)),
             "p999_ms": r2(self.ms(0.999)),
             "max_ms": r2(self.latency.max() as f64 / 1000.0),
-        })
+        });
+        if mode == "produce" {
+            json["request_partitions"] = serde_json::json!(cfg.request_partitions);
+        }
+        json
     }
 }
 
