@@ -22,26 +22,7 @@ use bytes::BytesMut;
 /// `None`: nothing is queued (the caller waits with an async read).
 /// `Some(Ok(0))`: the peer closed its end.
 pub fn recv_ready(sock: RawFd, buf: &mut BytesMut, want: usize) -> Option<io::Result<usize>> {
-    buf.reserve(want);
-    let spare = buf.spare_capacity_mut();
-    let len = want.min(spare.len());
-    // SAFETY: `spare` is `len` or more bytes of `buf`'s own allocation,
-    // alive and unmoved for the call; recv(2) writes at most `len` bytes at
-    // its start and nothing is read from it here.
-    let n = unsafe { libc::recv(sock, spare.as_mut_ptr().cast::<libc::c_void>(), len, libc::MSG_DONTWAIT) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return match e.kind() {
-            io::ErrorKind::WouldBlock => None,
-            io::ErrorKind::Interrupted => None,
-            _ => Some(Err(e)),
-        };
-    }
-    let n = n as usize;
-    assert!(n <= len, "recv returned more than asked");
-    // SAFETY: recv(2) initialised the first `n` bytes of the spare capacity.
-    unsafe { buf.set_len(buf.len() + n) };
-    Some(Ok(n))
+    recv_ready_then(sock, buf, want, &mut []).map(|got| got.map(|(n, _)| n))
 }
 
 /// Like [`recv_ready`], and in the same call, once `want` bytes have come,
