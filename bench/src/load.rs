@@ -33,8 +33,9 @@ pub struct LoadConfig {
     pub batch_records: usize,
     /// Batches per produce request, each for another of the connection's
     /// partitions, taken in turn (at most as many as it serves; 0 = all of
-    /// them, as the Java client and librdkafka put every partition's ready
-    /// batch for a broker into one request).
+    /// them, as the Java client puts every partition's ready batch for a
+    /// broker into one request; librdkafka sends one partition per
+    /// request, which is 1).
     pub request_partitions: usize,
     pub acks: i16,
     pub inflight: usize,

@@ -76,8 +76,10 @@ enum Command {
         batch_records: usize,
         /// Batches per request, each for another of the connection's
         /// partitions in turn (at most as many as it serves; 0 = one for
-        /// each, as the Java client and librdkafka send a broker every
-        /// partition's ready batch in one request).
+        /// each, as the Java client sends a broker every partition's ready
+        /// batch in one request; librdkafka sends one partition per request,
+        /// which is 1). With --rate, k batches leave together every k slots.
+        /// --count stops at the first request that reaches it.
         #[arg(long, default_value_t = 0)]
         request_partitions: usize,
         /// 0, 1 or -1 (all).
