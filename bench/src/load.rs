@@ -319,6 +319,7 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
         let mut errors = 0;
         let mut due: VecDeque<Instant> = VecDeque::new();
         let interval = (per_conn_rate > 0.0).then(|| Duration::from_secs_f64(cfg.batch_records as f64 / per_conn_rate));
+        let k = batches_per_request(cfg.request_partitions, parts.len());
         let start = Instant::now();
         let mut sent_batches = 0u64;
         let mut records = 0u64;
@@ -336,7 +337,6 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
                     }
                     None => Instant::now(),
                 };
-                let k = batches_per_request(cfg.request_partitions, parts.len());
                 let sets: Vec<(i32, &[u8])> = (0..k)
                     .map(|j| (parts[(sent_batches as usize + j) % parts.len()], &batch[..]))
                     .collect();
