@@ -9,7 +9,7 @@
 //! | `ferrite_bytes_out_total` | counter | topic — record bytes returned by fetches |
 //! | `ferrite_requests_total` | counter | api |
 //! | `ferrite_request_duration_seconds` | histogram | api |
-//! | `ferrite_connections_active` | gauge | — |
+//! | `ferrite_connections_active` | gauge | shard — connections the shard serves |
 //! | `ferrite_cross_shard_calls_total` | counter | — (work a connection's shard handed to the owning shard) |
 //! | `ferrite_partitions` | gauge | shard |
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
@@ -124,12 +124,12 @@ pub fn cross_shard_call() {
     CROSS_SHARD_CALLS.with(|c| c.increment(1));
 }
 
-pub fn connection_opened() {
-    metrics::gauge!("ferrite_connections_active").increment(1.0);
+pub fn connection_opened(shard: ferrite_engine::ShardId) {
+    metrics::gauge!("ferrite_connections_active", "shard" => shard.0.to_string()).increment(1.0);
 }
 
-pub fn connection_closed() {
-    metrics::gauge!("ferrite_connections_active").decrement(1.0);
+pub fn connection_closed(shard: ferrite_engine::ShardId) {
+    metrics::gauge!("ferrite_connections_active", "shard" => shard.0.to_string()).decrement(1.0);
 }
 
 /// Every few seconds, the shard's partition gauges.

@@ -172,13 +172,15 @@ impl Server {
         };
         // Listen only once every shard has opened (and recovered) its logs.
         let handle = runtime.handle();
+        let spread = crate::net::spread::ConnectionSpread::new(shards);
         for shard in 0..shards {
             let listen = config.listen;
+            let spread = spread.clone();
             let bound = futures_lite::future::block_on(handle.submit(
                 ferrite_engine::ShardId(shard),
                 move |s: Rc<BrokerShard>| async move {
                     let listener = glommio::net::TcpListener::bind(listen)?;
-                    glommio::spawn_local(crate::net::accept_loop(s, listener)).detach();
+                    glommio::spawn_local(crate::net::accept_loop(s, listener, spread)).detach();
                     Ok::<(), std::io::Error>(())
                 },
             ))?;

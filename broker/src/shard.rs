@@ -321,11 +321,11 @@ impl BrokerShard {
 
     pub fn connection_opened(&self) {
         self.connections.set(self.connections.get() + 1);
-        crate::metrics::connection_opened();
+        crate::metrics::connection_opened(self.id);
     }
 
     pub fn connection_closed(&self) {
-        crate::metrics::connection_closed();
+        crate::metrics::connection_closed(self.id);
         self.connections.set(self.connections.get() - 1);
         self.connections_changed.notify_all();
     }

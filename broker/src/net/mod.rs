@@ -4,17 +4,20 @@ pub mod connection;
 pub mod gather;
 pub mod recv;
 pub mod sendfile;
+pub mod spread;
 
 use std::rc::Rc;
+use std::sync::Arc;
 
-use glommio::net::TcpListener;
+use glommio::net::{TcpListener, TcpStream};
 
 use crate::shard::BrokerShard;
+use spread::{ConnectionSpread, Placed};
 
 /// Accepts connections on this shard until the broker stops. Every shard
-/// binds the same address with SO_REUSEPORT; the kernel spreads connections
-/// over them.
-pub async fn accept_loop(shard: Rc<BrokerShard>, listener: TcpListener) {
+/// binds the same address with SO_REUSEPORT; each accepted connection is
+/// served by the shard `spread` places it on (see [`spread`]).
+pub async fn accept_loop(shard: Rc<BrokerShard>, listener: TcpListener, spread: Arc<ConnectionSpread>) {
     loop {
         let seen = shard.stop_signal.generation();
         if shard.stopping.get() {
@@ -28,13 +31,12 @@ pub async fn accept_loop(shard: Rc<BrokerShard>, listener: TcpListener) {
         match accepted {
             None => return,
             Some(Ok(stream)) => {
-                let s = shard.clone();
-                glommio::spawn_local(async move {
-                    s.connection_opened();
-                    connection::serve(s.clone(), stream).await;
-                    s.connection_closed();
-                })
-                .detach();
+                let placed = spread.place(shard.id);
+                if placed.shard() == shard.id {
+                    serve_here(shard.clone(), stream, placed);
+                } else {
+                    hand_over(&shard, stream, placed);
+                }
             }
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -42,4 +44,45 @@ pub async fn accept_loop(shard: Rc<BrokerShard>, listener: TcpListener) {
             }
         }
     }
+}
+
+/// Serves `stream` on this shard; `placed` counts it until it closes.
+fn serve_here(shard: Rc<BrokerShard>, stream: TcpStream, placed: Placed) {
+    glommio::spawn_local(async move {
+        shard.connection_opened();
+        connection::serve(shard.clone(), stream).await;
+        shard.connection_closed();
+        drop(placed);
+    })
+    .detach();
+}
+
+/// Sends `stream` to the shard `placed` names. The socket crosses as a
+/// duplicate of its descriptor (a glommio stream is bound to its shard's
+/// reactor); the original closes here. A hand-over that cannot be made is
+/// served here instead; one dropped on its way (the target shard stopped)
+/// closes the socket.
+fn hand_over(shard: &Rc<BrokerShard>, stream: TcpStream, placed: Placed) {
+    let socket = match socket2::SockRef::from(&stream).try_clone() {
+        Ok(socket) => socket,
+        Err(e) => {
+            tracing::warn!(error = %e, "duplicating an accepted socket; serving it where it was accepted");
+            serve_here(shard.clone(), stream, placed.moved_to(shard.id));
+            return;
+        }
+    };
+    drop(stream);
+    let target = placed.shard();
+    let handle = shard.handle.clone();
+    glommio::spawn_local(async move {
+        let sent = handle
+            .submit(target, move |s: Rc<BrokerShard>| async move {
+                serve_here(s, TcpStream::from(socket), placed);
+            })
+            .await;
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, shard = %target, "a connection's hand-over was dropped");
+        }
+    })
+    .detach();
 }
