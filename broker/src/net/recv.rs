@@ -74,6 +74,19 @@ pub fn recv_ready_then(
     Some(Ok((body, n - body)))
 }
 
+/// The bytes queued on socket `sock`, ready to be received (FIONREAD); 0
+/// when the kernel will not say.
+pub fn queued_bytes(sock: RawFd) -> usize {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which points to
+    // a live local.
+    let r = unsafe { libc::ioctl(sock, libc::FIONREAD, &mut queued) };
+    match r {
+        0 => usize::try_from(queued).unwrap_or(0),
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +105,18 @@ mod tests {
         assert_eq!(&buf[..], b"abcdefghijkl");
         drop(a);
         assert_eq!(recv_ready(b.as_raw_fd(), &mut buf, 4).unwrap().unwrap(), 0, "closed");
+    }
+
+    #[test]
+    fn queued_bytes_counts_what_a_recv_would_take() {
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(queued_bytes(b.as_raw_fd()), 0);
+        a.write_all(&[7u8; 1000]).unwrap();
+        assert_eq!(queued_bytes(b.as_raw_fd()), 1000);
+        let mut buf = BytesMut::new();
+        assert_eq!(recv_ready(b.as_raw_fd(), &mut buf, 600).unwrap().unwrap(), 600);
+        assert_eq!(queued_bytes(b.as_raw_fd()), 400);
+        assert_eq!(queued_bytes(-1), 0, "not a socket");
     }
 
     #[test]
