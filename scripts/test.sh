@@ -87,6 +87,8 @@ p, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 for key in ("records_per_sec", "mb_per_sec", "p50_ms", "p99_ms", "p999_ms", "max_ms", "loopback_mb_s"):
     assert key in p, f"produce output lacks {key}"
 assert p["errors"] == 0 and p["records"] >= 200000, p
+# Two connections serve two of the four partitions each: two batches a request.
+assert p["batches_per_request"] == 2.0, p
 # The topic also holds the produce run's unmeasured warm-up records.
 expected = p["records"] + p["warm_up_records"]
 assert p["warm_up_records"] == 4, p

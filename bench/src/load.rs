@@ -63,6 +63,9 @@ pub struct LoadResult {
     /// Records sent before the clock started (`warm_up`), not counted in
     /// `records`.
     pub warm_up_records: u64,
+    /// Produce requests sent, and the batches they carried.
+    pub requests: u64,
+    pub batches: u64,
 }
 
 impl LoadResult {
@@ -105,6 +108,8 @@ impl LoadResult {
         });
         if mode == "produce" {
             json["request_partitions"] = serde_json::json!(cfg.request_partitions);
+            let per_request = self.batches as f64 / self.requests.max(1) as f64;
+            json["batches_per_request"] = serde_json::json!(r2(per_request));
         }
         json
     }
@@ -141,6 +146,9 @@ pub fn ensure_topic(cfg: &LoadConfig) -> Result<(), ClientError> {
 pub(crate) struct Shared {
     pub(crate) records: AtomicU64,
     pub(crate) bytes: AtomicU64,
+    /// Produce requests sent, and the batches in them.
+    requests: AtomicU64,
+    batches: AtomicU64,
     stop: AtomicBool,
     /// How often each Kafka error code came back.
     error_codes: std::sync::Mutex<std::collections::BTreeMap<i16, u64>>,
@@ -180,6 +188,8 @@ where
     let shared = Arc::new(Shared {
         records: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
+        requests: AtomicU64::new(0),
+        batches: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         error_codes: Default::default(),
     });
@@ -221,6 +231,8 @@ where
         errors,
         error_codes,
         warm_up_records: 0,
+        requests: shared.requests.load(Ordering::Relaxed),
+        batches: shared.batches.load(Ordering::Relaxed),
     })
 }
 
@@ -345,6 +357,8 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
                 })?;
                 sent_batches += k as u64;
                 records += (k * cfg.batch_records) as u64;
+                shared.requests.fetch_add(1, Ordering::Relaxed);
+                shared.batches.fetch_add(k as u64, Ordering::Relaxed);
                 if cfg.acks == 0 {
                     shared
                         .records
@@ -364,8 +378,9 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
                 break;
             };
             let mut r = c.recv()?;
-            let mut taken = 0u64;
+            let (mut taken, mut answered) = (0u64, 0usize);
             codec::decode_produce_partitions(&mut r, |_, error, _| {
+                answered += 1;
                 if error == 0 {
                     taken += 1;
                 } else {
@@ -373,6 +388,11 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
                     errors += 1;
                 }
             })?;
+            if answered != k {
+                return Err(ClientError::Kafka(format!(
+                    "a produce response answered {answered} partitions of the {k} its request named"
+                )));
+            }
             h.record(slot.elapsed().as_micros().max(1) as u64).ok();
             shared
                 .records

@@ -72,14 +72,19 @@ enum Command {
         load: LoadArgs,
         #[arg(long, default_value = "1KiB", value_parser = parse_size)]
         record_size: u64,
+        /// Records per batch. 16 of 1 KiB fill the Java client's 16 KiB
+        /// batch.size; librdkafka (kcat, confluent-kafka) fills batches up
+        /// to its 1,000,000-byte batch.size under load: about 900 records
+        /// of 1 KiB per request, measured (docs/benchmarks.md).
         #[arg(long, default_value_t = 16)]
         batch_records: usize,
         /// Batches per request, each for another of the connection's
         /// partitions in turn (at most as many as it serves; 0 = one for
-        /// each, as the Java client sends a broker every partition's ready
-        /// batch in one request; librdkafka sends one partition per request,
-        /// which is 1). With --rate, k batches leave together every k slots.
-        /// --count stops at the first request that reaches it.
+        /// each, as the Java client and kafka-python send a broker every
+        /// partition's ready batch in one request; librdkafka sends one
+        /// partition per request, which is 1). With --rate, k batches leave
+        /// together every k slots. --count stops at the first request that
+        /// reaches it. The JSON's batches_per_request is what was sent.
         #[arg(long, default_value_t = 0)]
         request_partitions: usize,
         /// 0, 1 or -1 (all).

@@ -294,6 +294,68 @@ mod tests {
 
     const MIB: usize = 1 << 20;
 
+    /// Frames of `bodies`, each behind its 4-byte size.
+    fn frames(bodies: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for b in bodies {
+            out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+            out.extend_from_slice(b);
+        }
+        out
+    }
+
+    /// Every split of a frame's size between the carry and the socket (the
+    /// read that ended the frame before may have taken 0 to 4 of its
+    /// bytes), with frames small and larger than the first allocation:
+    /// each frame comes back whole, and the last read leaves the next
+    /// frame's first bytes in the carry.
+    #[test]
+    fn a_size_split_between_carry_and_socket_reads_the_frames_whole() {
+        glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .make()
+            .expect("executor")
+            .run(async {
+                use std::os::unix::io::AsRawFd;
+                let bodies: Vec<Vec<u8>> = [12usize, 700 << 10, 9]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (0..*n).map(|j| (i * 31 + j) as u8).collect())
+                    .collect();
+                let wire = frames(&bodies);
+                for carried in 0..=4 {
+                    let listener = glommio::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+                    let addr = listener.local_addr().expect("addr");
+                    let sent = wire[carried..].to_vec();
+                    let writer = std::thread::spawn(move || {
+                        use std::io::Write;
+                        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+                        s.write_all(&sent).expect("write");
+                    });
+                    let mut server = listener.accept().await.expect("accept");
+                    let sock = server.as_raw_fd();
+                    let mut carry = SizeCarry::default();
+                    carry.bytes[..carried].copy_from_slice(&wire[..carried]);
+                    carry.len = carried;
+                    for body in &bodies {
+                        let frame = read_frame(&mut server, sock, 1 << 20, &mut carry)
+                            .await
+                            .expect("read")
+                            .expect("a frame");
+                        assert_eq!(frame.len(), body.len(), "carried {carried}");
+                        assert!(&frame[..] == &body[..], "carried {carried}: the bytes differ");
+                    }
+                    assert!(
+                        read_frame(&mut server, sock, 1 << 20, &mut carry)
+                            .await
+                            .expect("end")
+                            .is_none(),
+                        "carried {carried}: a clean end after the last frame"
+                    );
+                    writer.join().expect("writer");
+                }
+            });
+    }
+
     #[test]
     fn a_frame_queued_whole_gets_one_buffer_of_its_size() {
         assert_eq!(
