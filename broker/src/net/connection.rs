@@ -342,7 +342,7 @@ mod tests {
                             .expect("read")
                             .expect("a frame");
                         assert_eq!(frame.len(), body.len(), "carried {carried}");
-                        assert!(&frame[..] == &body[..], "carried {carried}: the bytes differ");
+                        assert!(frame[..] == body[..], "carried {carried}: the bytes differ");
                     }
                     assert!(
                         read_frame(&mut server, sock, 1 << 20, &mut carry)
