@@ -170,8 +170,28 @@ impl Server {
                 return Err(e.into());
             }
         };
-        // Listen only once every shard has opened (and recovered) its logs.
+        // Listen only once every shard has opened (and recovered) its logs;
+        // metrics first, so that a broker answering Kafka requests is
+        // already scraped.
         let handle = runtime.handle();
+        if let Some(addr) = config.metrics_listen {
+            let served = futures_lite::future::block_on(handle.submit(
+                ferrite_engine::ShardId(0),
+                move |s: Rc<BrokerShard>| async move {
+                    let listener = glommio::net::TcpListener::bind(addr)?;
+                    glommio::spawn_local(crate::metrics::serve(s, listener)).detach();
+                    Ok::<(), std::io::Error>(())
+                },
+            ))?;
+            if let Err(e) = served {
+                runtime.stop();
+                if let Some(c) = cluster {
+                    c.stop();
+                }
+                return Err(ServerError::Other(format!("metrics listen on {addr}: {e}")));
+            }
+            tracing::info!(%addr, "metrics at http://{addr}/metrics");
+        }
         let spread = crate::net::spread::ConnectionSpread::new(shards);
         for shard in 0..shards {
             let listen = config.listen;
@@ -191,24 +211,6 @@ impl Server {
                 }
                 return Err(ServerError::Other(format!("listen on {listen}: {e}")));
             }
-        }
-        if let Some(addr) = config.metrics_listen {
-            let served = futures_lite::future::block_on(handle.submit(
-                ferrite_engine::ShardId(0),
-                move |s: Rc<BrokerShard>| async move {
-                    let listener = glommio::net::TcpListener::bind(addr)?;
-                    glommio::spawn_local(crate::metrics::serve(s, listener)).detach();
-                    Ok::<(), std::io::Error>(())
-                },
-            ))?;
-            if let Err(e) = served {
-                runtime.stop();
-                if let Some(c) = cluster {
-                    c.stop();
-                }
-                return Err(ServerError::Other(format!("metrics listen on {addr}: {e}")));
-            }
-            tracing::info!(%addr, "metrics at http://{addr}/metrics");
         }
         tracing::info!(listen = %config.listen, shards, data = %config.log_dir.display(), "ferrite is serving");
         Ok(Server { runtime, cluster })

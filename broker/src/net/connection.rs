@@ -31,7 +31,7 @@ use crate::shard::BrokerShard;
 const REQUEST_HEADER_BYTES_MIN: usize = 8;
 /// A read takes at most this much of a frame, and a frame's buffer starts
 /// at most this large.
-const FRAME_READ_BYTES: usize = 256 << 10;
+const FRAME_READ_BYTES_MAX: usize = 256 << 10;
 
 enum Next {
     Frame(std::io::Result<Option<BytesMut>>),
@@ -81,15 +81,18 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
         if frame.capacity() == start {
             // Only a frame larger than the first allocation asks how much
             // is queued (one ioctl); a smaller one is allocated whole.
-            let queued = match size > FRAME_READ_BYTES {
+            let queued = match size > FRAME_READ_BYTES_MAX {
                 true => recv::queued_bytes(sock),
                 false => 0,
             };
             let capacity = frame_capacity(size, start, queued);
             assert!(capacity > start, "a frame's buffer must grow while bytes are missing");
-            frame.reserve(capacity - start);
+            // Exactly this much: `BytesMut::reserve` would at least double.
+            let mut grown = BytesMut::with_capacity(capacity);
+            grown.extend_from_slice(&frame);
+            frame = grown;
         }
-        let want = (size - start).min(FRAME_READ_BYTES).min(frame.capacity() - start);
+        let want = (size - start).min(FRAME_READ_BYTES_MAX).min(frame.capacity() - start);
         // Bytes already queued go straight into the spare capacity (the
         // frame's last ones with the next frame's size behind them); only
         // an empty socket costs a zeroed chunk and an async read.
@@ -122,12 +125,12 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
 /// received into one allocation, with no copy as it grows (a 1 MiB batch
 /// grown by doubling from 256 KiB was copied 0.75 times over); at least
 /// double `len`, so that a frame trickling in is copied less than twice
-/// over in all; at least [`FRAME_READ_BYTES`]; never more than `size`. A size
+/// over in all; at least [`FRAME_READ_BYTES_MAX`]; never more than `size`. A size
 /// claimed by a client that then sends nothing costs at most
-/// [`FRAME_READ_BYTES`].
+/// [`FRAME_READ_BYTES_MAX`].
 fn frame_capacity(size: usize, len: usize, queued: usize) -> usize {
     let sent = len.saturating_add(queued);
-    size.min(sent.max(2 * len).max(FRAME_READ_BYTES))
+    size.min(sent.max(2 * len).max(FRAME_READ_BYTES_MAX))
 }
 
 /// Responses already answered behind the one the writer waited for leave
@@ -306,9 +309,10 @@ mod tests {
 
     /// Every split of a frame's size between the carry and the socket (the
     /// read that ended the frame before may have taken 0 to 4 of its
-    /// bytes), with frames small and larger than the first allocation:
-    /// each frame comes back whole, and the last read leaves the next
-    /// frame's first bytes in the carry.
+    /// bytes), with frames small and larger than the first allocation,
+    /// sent in pieces: each frame comes back whole, in a buffer no larger
+    /// than itself, and the last read leaves the next frame's first bytes
+    /// in the carry.
     #[test]
     fn a_size_split_between_carry_and_socket_reads_the_frames_whole() {
         glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
@@ -329,7 +333,12 @@ mod tests {
                     let writer = std::thread::spawn(move || {
                         use std::io::Write;
                         let mut s = std::net::TcpStream::connect(addr).expect("connect");
-                        s.write_all(&sent).expect("write");
+                        s.set_nodelay(true).expect("nodelay");
+                        // In pieces, so that the large frame's buffer grows.
+                        for piece in sent.chunks(100 << 10) {
+                            s.write_all(piece).expect("write");
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
                     });
                     let mut server = listener.accept().await.expect("accept");
                     let sock = server.as_raw_fd();
@@ -342,6 +351,11 @@ mod tests {
                             .expect("read")
                             .expect("a frame");
                         assert_eq!(frame.len(), body.len(), "carried {carried}");
+                        assert_eq!(
+                            frame.capacity(),
+                            body.len(),
+                            "carried {carried}: the buffer fits the frame"
+                        );
                         assert!(frame[..] == body[..], "carried {carried}: the bytes differ");
                     }
                     assert!(
@@ -373,9 +387,12 @@ mod tests {
 
     #[test]
     fn a_claimed_size_costs_no_more_than_what_was_sent() {
-        assert_eq!(frame_capacity(100 * MIB, 0, 0), FRAME_READ_BYTES);
+        assert_eq!(frame_capacity(100 * MIB, 0, 0), FRAME_READ_BYTES_MAX);
         assert_eq!(frame_capacity(100 * MIB, 0, 3 * MIB), 3 * MIB);
-        assert_eq!(frame_capacity(100 * MIB, FRAME_READ_BYTES, 0), 2 * FRAME_READ_BYTES);
+        assert_eq!(
+            frame_capacity(100 * MIB, FRAME_READ_BYTES_MAX, 0),
+            2 * FRAME_READ_BYTES_MAX
+        );
     }
 
     #[test]

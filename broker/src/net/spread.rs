@@ -10,10 +10,12 @@
 //! the fewest, which serves it as if it had accepted it.
 //!
 //! The counts are shared by all shards (one atomic per shard): a placement
-//! counts the connection at its shard at once, before the hand-over, so two
-//! shards accepting at the same moment see each other's choice. A
-//! [`Placed`] takes the count back when the connection ends, or when a
-//! hand-over is dropped on its way (the broker stopping).
+//! counts the connection at its shard at once, before the hand-over, so a
+//! later placement sees it. Two shards placing at the same instant may
+//! both pick the same shard: an imbalance of one, which the next
+//! placements correct. A [`Placed`] takes the count back when the
+//! connection ends, or when a hand-over is dropped on its way (the broker
+//! stopping).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
