@@ -125,9 +125,9 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
 /// received into one allocation, with no copy as it grows (a 1 MiB batch
 /// grown by doubling from 256 KiB was copied 0.75 times over); at least
 /// double `len`, so that a frame trickling in is copied less than twice
-/// over in all; at least [`FRAME_READ_BYTES_MAX`]; never more than `size`. A size
-/// claimed by a client that then sends nothing costs at most
-/// [`FRAME_READ_BYTES_MAX`].
+/// over in all; at least [`FRAME_READ_BYTES_MAX`]; never more than
+/// `size`. A size claimed by a client that then sends nothing costs at
+/// most [`FRAME_READ_BYTES_MAX`].
 fn frame_capacity(size: usize, len: usize, queued: usize) -> usize {
     let sent = len.saturating_add(queued);
     size.min(sent.max(2 * len).max(FRAME_READ_BYTES_MAX))
