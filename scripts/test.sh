@@ -98,6 +98,45 @@ kill -TERM $broker_pid
 wait $broker_pid
 trap 'rm -rf "$smoke_dir"' EXIT
 
+section "README's broker command, as written, in this checkout"
+# A new user clones, runs README's first command here (relative --data-dir
+# and all) and points kcat at it; CI's checkout is a fresh clone.
+readme_cmd=$(grep -m1 '^cargo run --release --bin ferrite -- standalone' README.md | sed 's/ *#.*$//')
+[ -n "$readme_cmd" ] || { echo "README.md lacks its broker command" >&2; exit 1; }
+[ ! -e ferrite-data ] || { echo "./ferrite-data exists already: move it away to run this" >&2; exit 1; }
+readme_port=9092
+if ! python3 -c 'import socket; socket.create_server(("127.0.0.1", 9092)).close()' 2>/dev/null; then
+  readme_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  echo "port 9092 is taken here: the command runs on $readme_port"
+  readme_cmd=${readme_cmd//127.0.0.1:9092/127.0.0.1:$readme_port}
+fi
+echo "$readme_cmd"
+# cargo run replaces itself with the broker: the pid is the broker's.
+$readme_cmd 2> "$smoke_dir/readme.log" &
+readme_pid=$!
+trap 'kill $readme_pid 2>/dev/null || true; rm -rf "$smoke_dir" ferrite-data' EXIT
+for _ in $(seq 1 9000); do
+  grep -q "ferrite is serving" "$smoke_dir/readme.log" && break
+  kill -0 $readme_pid 2>/dev/null || break
+  sleep 0.1
+done
+echo "quick start" | kcat -b "127.0.0.1:$readme_port" -P -t first
+got=$(kcat -b "127.0.0.1:$readme_port" -C -t first -o beginning -e -q)
+kill -TERM $readme_pid
+wait $readme_pid || true
+if [ "$got" != "quick start" ] || [ ! -d ferrite-data/first-0 ]; then
+  echo "README's broker command did not serve kcat: got '$got'" >&2
+  cat "$smoke_dir/readme.log" >&2
+  exit 1
+fi
+if grep -q $'\e\[' "$smoke_dir/readme.log"; then
+  echo "the broker's log to a file carries colour codes" >&2
+  exit 1
+fi
+echo "a record went in and came back; its partition is in ./ferrite-data"
+rm -rf ferrite-data
+trap 'rm -rf "$smoke_dir"' EXIT
+
 section "fuzz"
 fuzz_seconds=${FUZZ_SECONDS:-20}
 if [ "$fuzz_seconds" = 0 ]; then

@@ -123,13 +123,28 @@ fn config_from(command: Command) -> Result<BrokerConfig, String> {
             unreachable!("handled before")
         }
     }
+    // Relative to where the broker was started, said once, in full.
+    config.log_dir =
+        std::path::absolute(&config.log_dir).map_err(|e| format!("log.dirs {}: {e}", config.log_dir.display()))?;
     Ok(config)
+}
+
+/// Colour codes only on a terminal, and not there when `NO_COLOR` is set
+/// (no-color.org): a log written to a file or a pipe is plain text.
+fn log_in_colour() -> bool {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    std::io::stderr().is_terminal() && !no_color
 }
 
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FERRITE_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(log_in_colour())
+        // A log pipe that breaks (its reader gone) must not stop the broker:
+        // reporting the failed write on stderr would panic the shard.
+        .log_internal_errors(false)
         .init();
     let cli = Cli::parse();
     if let Command::Topics { bootstrap, command } = cli.command {

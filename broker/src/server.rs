@@ -65,10 +65,23 @@ fn config_for(config: &BrokerConfig, meta: &ClusterMeta, tp: &TopicPartition) ->
     }
 }
 
+/// Makes sure the data directory exists and takes files, so that a path
+/// that cannot be used stops the broker at start-up, not its first produce.
+fn check_data_dir(dir: &std::path::Path) -> Result<(), ServerError> {
+    let refused = |what: &str, e: std::io::Error| {
+        ServerError::Other(format!("data directory {} (log.dirs): {what}: {e}", dir.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| refused("cannot create it", e))?;
+    let probe = dir.join(".ferrite-write-probe");
+    std::fs::write(&probe, b"").map_err(|e| refused("cannot write in it", e))?;
+    std::fs::remove_file(&probe).map_err(|e| refused("cannot remove a file in it", e))
+}
+
 impl Server {
     /// Opens the metadata and the logs (recovering them if needed) and
     /// starts listening. Returns once every shard serves.
     pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
+        check_data_dir(&config.log_dir)?;
         crate::metrics::install();
         let broker = BrokerMeta {
             id: BrokerId(config.broker_id),

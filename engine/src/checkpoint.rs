@@ -185,8 +185,10 @@ pub(crate) async fn replace_file(dir: &Path, name: &str, tmp_name: &str, bytes: 
 }
 
 /// fsync of a directory, making file creations, renames and removals in it
-/// durable.
+/// durable. A relative `dir` is taken from the working directory (glommio
+/// opens a directory relative to no directory at all: EBADF).
 pub async fn sync_dir(dir: &Path) -> Result<()> {
+    let dir = &std::path::absolute(dir).map_err(|e| EngineError::io("resolve directory", dir, e))?;
     let d = Directory::open(dir)
         .await
         .map_err(|e| EngineError::io("open directory", dir, e))?;

@@ -88,6 +88,10 @@ impl LogManager {
         clock: Rc<dyn Clock>,
         config_for: &ConfigFor,
     ) -> Result<Rc<LogManager>> {
+        let mut config = config;
+        // Every path below is absolute: the working directory may change.
+        config.data_dir = std::path::absolute(&config.data_dir)
+            .map_err(|e| EngineError::io("resolve data directory", &config.data_dir, e))?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| EngineError::io("create data directory", &config.data_dir, e))?;
         let manager = Rc::new(LogManager {

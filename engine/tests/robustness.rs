@@ -187,3 +187,39 @@ fn appends_take_offsets_in_call_order_across_rolls() {
         log.close().await.unwrap();
     });
 }
+
+/// A data directory given relative to the working directory (as README's
+/// `--data-dir ./ferrite-data`) serves a partition: creation, appends, a
+/// checkpoint (which fsyncs the partition's directory) and reopening.
+#[test]
+fn a_relative_data_dir_serves_partitions() {
+    let cwd = std::env::current_dir().unwrap();
+    let dir = tempfile::tempdir_in(&cwd).unwrap();
+    let relative = std::path::PathBuf::from(".")
+        .join(dir.path().strip_prefix(&cwd).unwrap())
+        .join("data");
+    assert!(relative.is_relative());
+    let tp = ferrite_engine::TopicPartition::new("first", 0);
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let open = || {
+            LogManager::open(LogManagerConfig::new(&relative), ShardId(0), 1, clock.clone(), &|_| {
+                LogConfig::default()
+            })
+        };
+        let manager = open().await.expect("open with a relative data dir");
+        let log = manager
+            .create(&tp, LogConfig::default())
+            .await
+            .expect("create a partition");
+        log.append(producer_batch(1, 200, 0, 1), LEADER).await.expect("append");
+        log.flush().await.unwrap();
+        log.write_checkpoint(Shutdown::Unclean).await.expect("checkpoint");
+        drop(log);
+        manager.shutdown().await;
+        let manager = open().await.expect("reopen");
+        let log = manager.get(&tp).expect("the partition is found again");
+        assert_eq!(log.log_end_offset().0, 1);
+        manager.shutdown().await;
+    });
+}
