@@ -68,12 +68,18 @@ pub enum AdminError {
     Engine(#[from] EngineError),
 }
 
+/// How long a clustered broker holds a client's request, at most, waiting
+/// for the controller's first metadata ([`BrokerShard::first_metadata`]).
+pub const FIRST_METADATA_WAIT_MS_MAX: u64 = 10_000;
+
 pub struct BrokerShard {
     pub id: ShardId,
     pub config: Arc<BrokerConfig>,
     pub logs: Rc<LogManager>,
     pub handle: ShardHandle<BrokerShard>,
     meta: RefCell<Arc<ClusterMeta>>,
+    /// Notified at each metadata installation.
+    meta_changed: Notify,
     store: Option<RefCell<EmbeddedStore>>,
     /// Set when the broker is stopping: listeners close, connections finish
     /// their in-flight requests and close.
@@ -113,6 +119,7 @@ impl BrokerShard {
             logs,
             handle,
             meta: RefCell::new(meta),
+            meta_changed: Notify::new(),
             store: store.map(RefCell::new),
             stopping: Cell::new(false),
             stop_signal: Notify::new(),
@@ -134,6 +141,33 @@ impl BrokerShard {
 
     pub fn meta(&self) -> Arc<ClusterMeta> {
         self.meta.borrow().clone()
+    }
+
+    /// In a cluster, waits until the controller's first metadata is here
+    /// (at most [`FIRST_METADATA_WAIT_MS_MAX`]); standalone, returns at once.
+    /// Until then the broker knows no controller, no other broker and no
+    /// topic: Kafka's brokers are fenced until caught up, and a client
+    /// answered sooner would take that for the cluster.
+    pub async fn first_metadata(&self) {
+        if self.replicas.is_none() {
+            return;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(FIRST_METADATA_WAIT_MS_MAX);
+        loop {
+            let seen = self.meta_changed.generation();
+            if self.meta.borrow().version > 0 {
+                return;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                tracing::warn!(
+                    waited_ms = FIRST_METADATA_WAIT_MS_MAX,
+                    "no metadata from the controller yet: answering with this broker alone"
+                );
+                return;
+            }
+            futures_lite::future::or(self.meta_changed.changed_since(seen), glommio::timer::sleep(left)).await;
+        }
     }
 
     pub fn owner(&self, tp: &TopicPartition) -> ShardId {
@@ -168,10 +202,12 @@ impl BrokerShard {
             // logs; the metadata is only served.
             if meta.version >= self.meta.borrow().version {
                 *self.meta.borrow_mut() = meta;
+                self.meta_changed.notify_all();
             }
             return Ok(());
         }
         *self.meta.borrow_mut() = meta.clone();
+        self.meta_changed.notify_all();
         let me = self.broker_id();
         let mut wanted = std::collections::BTreeSet::new();
         for t in meta.topics.values() {

@@ -12,6 +12,7 @@ mod produce;
 
 use std::rc::Rc;
 
+use crate::net::sequence::{Effect, Turn};
 use crate::protocol::api::ApiKey;
 use crate::protocol::api_versions;
 use crate::protocol::errors::ErrorCode;
@@ -48,15 +49,29 @@ pub fn api_versions_unsupported(header: &RequestHeader) -> Reply {
 }
 
 pub async fn handle(shard: &Rc<BrokerShard>, req: Request) -> Reply {
-    handle_from(shard, req, None).await
+    handle_from(shard, req, None, Turn::unordered()).await
 }
 
 /// Answers `req`, which came from `peer` (the address DescribeGroups shows
-/// for group members).
-pub async fn handle_from(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::SocketAddr>) -> Reply {
+/// for group members), in its connection's `turn`. The request's duration
+/// counts from its start, after the writes before it took effect.
+pub async fn handle_from(
+    shard: &Rc<BrokerShard>,
+    req: Request,
+    peer: Option<std::net::SocketAddr>,
+    turn: Turn,
+) -> Reply {
     let api = req.api;
+    let effect = turn.start().await;
+    if !matches!(
+        req.body,
+        RequestBody::ApiVersions(_) | RequestBody::Controller(_) | RequestBody::ControlledShutdown(_)
+    ) {
+        // The controller's requests are what bring the metadata.
+        shard.first_metadata().await;
+    }
     let start = std::time::Instant::now();
-    let reply = dispatch(shard, req, peer).await;
+    let reply = dispatch(shard, req, peer, effect).await;
     crate::metrics::request(api, start.elapsed().as_secs_f64());
     reply
 }
@@ -64,7 +79,14 @@ pub async fn handle_from(shard: &Rc<BrokerShard>, req: Request, peer: Option<std
 /// Each handler's future is boxed: the request's task then holds only the
 /// handler it runs, not room for the largest of them all (join_group's
 /// future is ~4.5 KiB, and a spawn copies the whole task state).
-async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::SocketAddr>) -> Reply {
+/// A write's `effect` is marked when the handler returns, unless the
+/// handler marks it sooner (produce, once its appends have their places).
+async fn dispatch(
+    shard: &Rc<BrokerShard>,
+    req: Request,
+    peer: Option<std::net::SocketAddr>,
+    mut effect: Effect,
+) -> Reply {
     let v = req.version();
     let flexible = req.flexible;
     let mut b = ResponseBuilder::new();
@@ -77,10 +99,10 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::
             if p.acks == 0 {
                 // No answer, as asked; on an error the connection is closed
                 // (as Kafka does) so the producer refreshes its metadata.
-                let ok = Box::pin(produce::produce(shard, p, v, flexible, &mut b)).await;
+                let ok = Box::pin(produce::produce(shard, p, v, flexible, &mut b, &mut effect)).await;
                 return if ok { Reply::Nothing } else { Reply::Close };
             }
-            Box::pin(produce::produce(shard, p, v, flexible, &mut b)).await;
+            Box::pin(produce::produce(shard, p, v, flexible, &mut b, &mut effect)).await;
             if shard.drop_this_produce_answer() {
                 tracing::warn!("fault injection: produce appended, answer dropped");
                 return Reply::Close;
@@ -118,5 +140,6 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, peer: Option<std::net::
         RequestBody::DescribeGroups(d) => Box::pin(groups::describe_groups(shard, d, v, &mut b)).await,
         RequestBody::DeleteGroups(d) => Box::pin(groups::delete_groups(shard, d, v, &mut b)).await,
     }
+    effect.mark();
     Reply::of(b)
 }

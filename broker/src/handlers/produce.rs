@@ -2,15 +2,24 @@
 //! the partition. On a single broker, acks=-1 means the local append, as
 //! acks=1; in a cluster the partition's replica takes it (acks=-1 waits for
 //! the ISR, within the request's timeout). acks=0 gets no response at all.
+//!
+//! A produce takes effect, for its connection's order (see
+//! [`sequence`](crate::net::sequence)), once every partition's append has
+//! its place in its log: the next produce on the connection may start while
+//! this one's bytes are still on their way to the disk or the ISR.
 
 use std::rc::Rc;
+
+use std::future::Future;
 
 use bytes::{Bytes, BytesMut};
 use ferrite_engine::{AppendMode, EngineError, LeaderEpoch, TopicPartition};
 use ferrite_replication::{Acks, ReplicaOpError, ReplicationError};
+use futures::channel::oneshot;
 
 use super::metadata::auto_create;
 use crate::error_map;
+use crate::net::sequence::Effect;
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::produce::{encode_response, ProducePartitionResponse, ProduceRequest, ProduceTopicResponse};
 use crate::protocol::response::ResponseBuilder;
@@ -58,17 +67,32 @@ fn acks_of(acks: i16) -> Acks {
     }
 }
 
+/// Runs `append` and sends on `placed` once it has its place in the log:
+/// an append takes it at its first poll (`PartitionLog::append` and
+/// `LocalReplica::produce` take their turn before their first await).
+async fn placed_then<T>(append: impl Future<Output = T>, placed: oneshot::Sender<()>) -> T {
+    let mut append = std::pin::pin!(append);
+    let first = futures_lite::future::poll_once(append.as_mut()).await;
+    let _ = placed.send(());
+    match first {
+        Some(done) => done,
+        None => append.await,
+    }
+}
+
 /// Appends on the owning shard; returns (base offset, log start). In a
 /// cluster the partition's replica takes the append: it refuses it when
 /// this broker does not lead, and with acks=all answers once committed.
+/// `placed` fires (or drops) once the append has its place in the log.
 async fn append_on_owner(
     shard: &Rc<BrokerShard>,
     tp: TopicPartition,
     epoch: i32,
     records: Bytes,
-    acks: i16,
-    timeout_ms: i32,
+    acks: (i16, i32),
+    placed: oneshot::Sender<()>,
 ) -> Result<(i64, i64), ProduceFailure> {
+    let (acks, timeout_ms) = acks;
     let owner = shard.owner(&tp);
     shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
@@ -84,8 +108,7 @@ async fn append_on_owner(
                     )));
                 };
                 let deadline = replicas.cluster.now().plus_ms(timeout_ms.max(0) as u64);
-                let info = replica
-                    .produce(owned, acks_of(acks), deadline)
+                let info = placed_then(replica.produce(owned, acks_of(acks), deadline), placed)
                     .await
                     .map_err(ProduceFailure::Replica)?;
                 crate::metrics::produced(&tp.topic, info.bytes, info.records);
@@ -94,13 +117,10 @@ async fn append_on_owner(
             let log = s
                 .local_log(&tp)
                 .ok_or_else(|| ProduceFailure::Engine(EngineError::UnknownPartition { tp: tp.clone() }))?;
-            let info = log
-                .append(
-                    owned,
-                    AppendMode::Leader {
-                        epoch: LeaderEpoch(epoch),
-                    },
-                )
+            let mode = AppendMode::Leader {
+                epoch: LeaderEpoch(epoch),
+            };
+            let info = placed_then(log.append(owned, mode), placed)
                 .await
                 .map_err(ProduceFailure::Engine)?;
             crate::metrics::produced(&tp.topic, info.bytes, info.records);
@@ -116,11 +136,11 @@ async fn answer_append(
     tp: TopicPartition,
     epoch: i32,
     records: Bytes,
-    acks: i16,
-    timeout_ms: i32,
+    acks: (i16, i32),
+    placed: oneshot::Sender<()>,
 ) -> ProducePartitionResponse {
     let index = tp.partition;
-    match append_on_owner(&shard, tp, epoch, records, acks, timeout_ms).await {
+    match append_on_owner(&shard, tp, epoch, records, acks, placed).await {
         Ok((base, start)) => ProducePartitionResponse {
             index,
             error: 0,
@@ -133,16 +153,27 @@ async fn answer_append(
     }
 }
 
-/// Answers a produce; returns whether every partition succeeded.
+/// One partition's answer: given at once, or the index of its append.
+enum Slot {
+    Answered(ProducePartitionResponse),
+    Append(usize),
+}
+
+/// Answers a produce; returns whether every partition succeeded. `effect`
+/// is marked once every partition's append has its place.
 pub async fn produce(
     shard: &Rc<BrokerShard>,
     p: ProduceRequest,
     v: i16,
     flexible: bool,
     b: &mut ResponseBuilder,
+    effect: &mut Effect,
 ) -> bool {
     let acks_ok = (-1..=1).contains(&p.acks);
-    let mut out = Vec::with_capacity(p.topics.len().min(1024));
+    let acks = (p.acks, p.timeout_ms);
+    let mut topics = Vec::with_capacity(p.topics.len().min(1024));
+    let mut appends = Vec::new();
+    let mut placed = Vec::new();
     let mut created = 0usize;
     for t in p.topics {
         let mut meta = shard.meta();
@@ -159,10 +190,7 @@ pub async fn produce(
         }
         let topic = meta.topic(&t.name);
         let valid_name = ferrite_controller::topic::validate_name(&t.name).is_ok();
-        // Partitions that fail at once are answered without a task.
-        let mut tasks: Vec<Result<ProducePartitionResponse, glommio::Task<ProducePartitionResponse>>> =
-            Vec::with_capacity(t.partitions.len().min(1024));
-        let single = t.partitions.len() == 1;
+        let mut partitions = Vec::with_capacity(t.partitions.len().min(1024));
         for part in t.partitions {
             let index = part.index;
             let known = topic.and_then(|x| x.partition(index));
@@ -173,32 +201,69 @@ pub async fn produce(
                 (_, Some(_), None) => Err(failed(index, ErrorCode::CorruptMessage, Some("null record set".into()))),
                 (_, Some(pm), Some(records)) => Ok((pm.leader_epoch, records)),
             };
-            match ready {
-                Err(r) => tasks.push(Ok(r)),
+            partitions.push(match ready {
+                Err(r) => Slot::Answered(r),
                 Ok((epoch, records)) => {
                     let tp = TopicPartition::new(t.name.clone(), index);
-                    let append = answer_append(shard.clone(), tp, epoch, records, p.acks, p.timeout_ms);
-                    // A topic's partitions append concurrently, each as its
-                    // own task; a lone partition needs no task.
-                    tasks.push(match single {
-                        true => Ok(append.await),
-                        false => Err(glommio::spawn_local(append)),
-                    });
+                    let (tx, rx) = oneshot::channel();
+                    placed.push(rx);
+                    appends.push(answer_append(shard.clone(), tp, epoch, records, acks, tx));
+                    Slot::Append(appends.len() - 1)
                 }
-            }
-        }
-        let mut partitions = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            partitions.push(match task {
-                Ok(ready) => ready,
-                Err(running) => running.await,
             });
         }
-        out.push(ProduceTopicResponse {
-            name: t.name,
-            partitions,
-        });
+        topics.push((t.name, partitions));
     }
+    let mut answers: Vec<Option<ProducePartitionResponse>> = append_all(appends, placed, effect)
+        .await
+        .into_iter()
+        .map(Some)
+        .collect();
+    let out: Vec<ProduceTopicResponse> = topics
+        .into_iter()
+        .map(|(name, slots)| ProduceTopicResponse {
+            name,
+            partitions: slots
+                .into_iter()
+                .map(|slot| match slot {
+                    Slot::Answered(a) => a,
+                    Slot::Append(i) => answers[i]
+                        .take()
+                        .unwrap_or_else(|| unreachable!("one answer an append")),
+                })
+                .collect(),
+        })
+        .collect();
     encode_response(&mut b.w, v, flexible, &out);
     out.iter().all(|t| t.partitions.iter().all(|p| p.error == 0))
+}
+
+/// Runs the appends concurrently, each as its own task (a lone one in
+/// this task); marks `effect` once each has its place (`placed`); returns
+/// their answers in order.
+async fn append_all<F: Future<Output = ProducePartitionResponse> + 'static>(
+    mut appends: Vec<F>,
+    placed: Vec<oneshot::Receiver<()>>,
+    effect: &mut Effect,
+) -> Vec<ProducePartitionResponse> {
+    let all_placed = async {
+        for p in placed {
+            // A dropped sender: the partition was answered before its append.
+            let _ = p.await;
+        }
+        effect.mark();
+    };
+    if appends.len() == 1 {
+        if let Some(lone) = appends.pop() {
+            let (answer, ()) = futures::join!(lone, all_placed);
+            return vec![answer];
+        }
+    }
+    let running: Vec<_> = appends.into_iter().map(glommio::spawn_local).collect();
+    all_placed.await;
+    let mut answers = Vec::with_capacity(running.len());
+    for task in running {
+        answers.push(task.await);
+    }
+    answers
 }

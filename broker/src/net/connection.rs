@@ -1,11 +1,12 @@
 //! One client connection: frames in, responses out, in order.
 //!
-//! The reader decodes each frame and starts its handler at once, so a
-//! client's pipelined requests are processed concurrently (up to
-//! `connection_requests_inflight_max`); the writer awaits the handlers in
-//! arrival order and writes each response, so answers keep the request
-//! order. Responses already done behind the awaited one leave in the same
-//! gathered send.
+//! The reader decodes each frame and starts its handler at once (up to
+//! `connection_requests_inflight_max` requests in flight), after giving it
+//! its turn: writes take effect in arrival order and reads see the writes
+//! before them (see [`sequence`](super::sequence)). The writer awaits the
+//! handlers in arrival order and writes each response, so answers keep the
+//! request order. Responses already done behind the awaited one leave in
+//! the same gathered send.
 //!
 //! A frame is refused — and the connection closed — when its size is
 //! negative, larger than `socket.request.max.bytes`, or smaller than a
@@ -21,6 +22,7 @@ use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
+use super::sequence::{Ordering, Sequencer};
 use super::{gather, recv, sendfile};
 use crate::handlers::{self, Reply};
 use crate::protocol::request::{decode_frame, Decoded};
@@ -245,6 +247,7 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     let writer = glommio::spawn_local(write_loop(wr, sock, rx));
     let max = shard.config.socket_request_max_bytes;
     let mut carry = SizeCarry::default();
+    let mut sequencer = Sequencer::default();
     loop {
         let seen = shard.stop_signal.generation();
         if shard.stopping.get() {
@@ -270,7 +273,8 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
         let task = match decode_frame(frame.freeze()) {
             Ok(Decoded::Request(req)) => {
                 let shard = shard.clone();
-                glommio::spawn_local(async move { handlers::handle_from(&shard, *req, peer).await })
+                let turn = sequencer.turn(Ordering::of(req.api));
+                glommio::spawn_local(async move { handlers::handle_from(&shard, *req, peer, turn).await })
             }
             Ok(Decoded::ApiVersionsUnsupported(header)) => {
                 let reply = handlers::api_versions_unsupported(&header);

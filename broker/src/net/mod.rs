@@ -4,6 +4,7 @@ pub mod connection;
 pub mod gather;
 pub mod recv;
 pub mod sendfile;
+pub mod sequence;
 pub mod spread;
 
 use std::rc::Rc;
