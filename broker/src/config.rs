@@ -60,6 +60,9 @@ pub struct BrokerConfig {
     /// produce is appended but its answer dropped by closing the connection
     /// (0: never).
     pub fault_drop_produce_response_every: u64,
+    /// Every setting given at start (server.properties, then `--override`),
+    /// by its Kafka name, as given: DescribeConfigs' STATIC_BROKER_CONFIG.
+    pub given: BTreeMap<String, String>,
 }
 
 /// `ferrite.cpu.pinning`.
@@ -159,6 +162,7 @@ impl Default for BrokerConfig {
             groups: GroupConfig::default(),
             offsets: OffsetsConfig::default(),
             fault_drop_produce_response_every: 0,
+            given: BTreeMap::new(),
         }
     }
 }
@@ -243,6 +247,7 @@ impl BrokerConfig {
         let mut retention: BTreeMap<&str, i64> = BTreeMap::new();
         let mut advertised_set = false;
         for (k, v) in pairs {
+            self.given.insert(k.clone(), v.clone());
             let (k, v) = (k.as_str(), v.as_str());
             match k {
                 "broker.id" | "node.id" => self.broker_id = num(k, v)?,

@@ -389,12 +389,56 @@ fn configs_and_cluster_round_trip() {
                     read_only: false,
                     source: configs::ConfigSource::DynamicTopic,
                     is_sensitive: false,
+                    synonyms: vec![
+                        configs::ConfigSynonym {
+                            name: "retention.ms".into(),
+                            value: Some("5".into()),
+                            source: configs::ConfigSource::DynamicTopic,
+                        },
+                        configs::ConfigSynonym {
+                            name: "log.retention.ms".into(),
+                            value: Some("604800000".into()),
+                            source: configs::ConfigSource::Default,
+                        },
+                    ],
                     config_type: 5,
+                    documentation: Some("how long".into()),
                 }],
             }],
         );
         let t: km::DescribeConfigsResponse = theirs(w.as_slice(), v);
-        assert_eq!(t.results[0].configs[0].value.as_ref().unwrap().as_str(), "5");
+        let c = &t.results[0].configs[0];
+        assert_eq!(c.value.as_ref().unwrap().as_str(), "5");
+        assert_eq!(c.synonyms.len(), 2);
+        assert_eq!(c.synonyms[1].name.as_str(), "log.retention.ms");
+        assert_eq!(c.synonyms[1].source, 5);
+        if v >= 3 {
+            assert_eq!(c.documentation.as_ref().map(|d| d.as_str()), Some("how long"));
+            assert_eq!(c.config_type, 5);
+        }
+    }
+    for v in versions(ApiKey::AlterConfigs) {
+        let req = km::AlterConfigsRequest::default()
+            .with_resources(vec![km::alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s("t"))
+                .with_configs(vec![km::alter_configs_request::AlterableConfig::default()
+                    .with_name(s("retention.ms"))
+                    .with_value(Some(s("9")))])])
+            .with_validate_only(true);
+        let r = ours(33, v, &req);
+        let RequestBody::AlterConfigs(a) = &r.body else {
+            panic!()
+        };
+        assert_eq!(
+            a.resources[0].2,
+            vec![("retention.ms".to_string(), Some("9".to_string()))]
+        );
+        assert!(a.validate_only);
+        let mut w = Writer::new();
+        configs::encode_alter(&mut w, v >= 2, &[(40, Some("bad".into()), 2, "t".into())]);
+        let t: km::AlterConfigsResponse = theirs(w.as_slice(), v);
+        assert_eq!(t.responses[0].error_code, 40);
     }
     for v in versions(ApiKey::IncrementalAlterConfigs) {
         let req = km::IncrementalAlterConfigsRequest::default().with_resources(vec![

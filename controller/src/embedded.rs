@@ -22,12 +22,7 @@ pub struct EmbeddedStore {
     meta: ClusterMeta,
 }
 
-/// One change to a topic's config (IncrementalAlterConfigs).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigOp {
-    Set(String, String),
-    Delete(String),
-}
+pub use crate::topic_config::ConfigOp;
 
 impl EmbeddedStore {
     /// Loads `dir/metadata.json`, or starts a new cluster there. The broker's
@@ -164,18 +159,7 @@ impl EmbeddedStore {
                 topic: name.to_string(),
             })?;
         let mut t = t.clone();
-        for op in ops {
-            match op {
-                ConfigOp::Set(k, v) => {
-                    topic_config::validate(k, v)?;
-                    t.configs.insert(k.clone(), v.clone());
-                }
-                ConfigOp::Delete(k) => {
-                    topic_config::validate_key(k)?;
-                    t.configs.remove(k);
-                }
-            }
-        }
+        topic_config::apply_ops(&mut t.configs, ops)?;
         if !validate_only {
             self.meta.topics.insert(name.to_string(), t.clone());
             self.save()?;

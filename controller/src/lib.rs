@@ -23,6 +23,7 @@ pub mod partition_state;
 pub mod producer_ids;
 pub mod topic;
 pub mod topic_config;
+pub mod topic_config_defs;
 pub mod zk;
 
 pub use error::{ControllerError, Result};

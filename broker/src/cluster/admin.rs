@@ -6,7 +6,6 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use ferrite_controller::embedded::ConfigOp;
 use ferrite_controller::{topic_config, ControllerError, TopicMeta};
 
 use super::ClusterRequest;
@@ -115,18 +114,7 @@ impl BrokerShard {
                     .ask(|reply| ClusterRequest::TopicConfig { name: n, reply })
                     .await
                     .ok_or_else(gone)??;
-                for op in &ops {
-                    match op {
-                        ConfigOp::Set(k, v) => {
-                            topic_config::validate(k, v)?;
-                            configs.insert(k.clone(), v.clone());
-                        }
-                        ConfigOp::Delete(k) => {
-                            topic_config::validate_key(k)?;
-                            configs.remove(k);
-                        }
-                    }
-                }
+                topic_config::apply_ops(&mut configs, &ops)?;
                 let mut topic = self
                     .meta()
                     .topic(&name)

@@ -1,5 +1,6 @@
-//! ListOffsets: earliest (-2), latest (-1), largest timestamp (-3, at batch
-//! precision), or the first record at or after a timestamp.
+//! ListOffsets: earliest (-2), latest (-1), largest timestamp (-3: the
+//! first record that carries the log's largest timestamp), or the first
+//! record at or after a timestamp. Timestamps are looked up per record.
 
 use std::rc::Rc;
 
@@ -47,10 +48,16 @@ async fn lookup(
             Ok(match timestamp {
                 EARLIEST => (log.log_start_offset().0, -1),
                 LATEST => (end.0, -1),
-                MAX_TIMESTAMP => log
-                    .max_timestamp()
-                    .map(|h| (h.offset.0, h.timestamp.0))
-                    .unwrap_or((-1, -1)),
+                // The largest timestamp is known per batch; its first
+                // record is found like any timestamp's.
+                MAX_TIMESTAMP => match log.max_timestamp() {
+                    None => (-1, -1),
+                    Some(batch) => match log.offset_for_timestamp(batch.timestamp, end).await {
+                        Ok(Some(h)) => (h.offset.0, h.timestamp.0),
+                        Ok(None) => (batch.offset.0, batch.timestamp.0),
+                        Err(e) => return Err(error_map::engine(&e)),
+                    },
+                },
                 ts => match log.offset_for_timestamp(TimestampMs(ts), end).await {
                     Ok(Some(h)) => (h.offset.0, h.timestamp.0),
                     Ok(None) => (-1, -1),

@@ -2,6 +2,7 @@
 //! into a [`ResponseBuilder`] after the response header.
 
 mod admin;
+mod configs;
 mod fetch;
 mod fetch_wait;
 mod groups;
@@ -113,8 +114,11 @@ async fn dispatch(
         RequestBody::CreateTopics(c) => Box::pin(admin::create_topics(shard, c, v, flexible, &mut b)).await,
         RequestBody::DeleteTopics(d) => Box::pin(admin::delete_topics(shard, d, v, flexible, &mut b)).await,
         RequestBody::CreatePartitions(c) => Box::pin(admin::create_partitions(shard, c, flexible, &mut b)).await,
-        RequestBody::DescribeConfigs(d) => admin::describe_configs(shard, d, v, flexible, &mut b),
-        RequestBody::IncrementalAlterConfigs(a) => Box::pin(admin::alter_configs(shard, a, flexible, &mut b)).await,
+        RequestBody::DescribeConfigs(d) => configs::describe_configs(shard, d, v, flexible, &mut b),
+        RequestBody::AlterConfigs(a) => Box::pin(configs::alter_configs(shard, a, flexible, &mut b)).await,
+        RequestBody::IncrementalAlterConfigs(a) => {
+            Box::pin(configs::incremental_alter_configs(shard, a, flexible, &mut b)).await
+        }
         RequestBody::Controller(rpc) => Box::pin(inter_broker::controller_request(shard, rpc, &mut b)).await,
         RequestBody::ControlledShutdown(c) => Box::pin(inter_broker::controlled_shutdown(shard, c, &mut b)).await,
         RequestBody::OffsetForLeaderEpoch(o) => {

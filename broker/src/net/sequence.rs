@@ -56,6 +56,7 @@ impl Ordering {
             | ApiKey::CreateTopics
             | ApiKey::DeleteTopics
             | ApiKey::CreatePartitions
+            | ApiKey::AlterConfigs
             | ApiKey::IncrementalAlterConfigs
             | ApiKey::LeaderAndIsr
             | ApiKey::StopReplica

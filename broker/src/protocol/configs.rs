@@ -1,5 +1,5 @@
-//! DescribeConfigs (key 32, v1-4) and IncrementalAlterConfigs (key 44,
-//! v0-1).
+//! DescribeConfigs (key 32, v1-4), AlterConfigs (key 33, v0-2) and
+//! IncrementalAlterConfigs (key 44, v0-1).
 
 use super::wire::{capacity, Reader, WireResult, Writer};
 
@@ -11,8 +11,18 @@ pub const RESOURCE_BROKER: i8 = 4;
 #[repr(i8)]
 pub enum ConfigSource {
     DynamicTopic = 1,
+    DynamicBroker = 2,
+    DynamicDefaultBroker = 3,
     StaticBroker = 4,
     Default = 5,
+}
+
+/// One of the values that stand behind a config, most specific first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigSynonym {
+    pub name: String,
+    pub value: Option<String>,
+    pub source: ConfigSource,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +37,7 @@ pub struct DescribeConfigsResource {
 pub struct DescribeConfigsRequest {
     pub resources: Vec<DescribeConfigsResource>,
     pub include_synonyms: bool,
+    pub include_documentation: bool,
 }
 
 impl DescribeConfigsRequest {
@@ -52,13 +63,12 @@ impl DescribeConfigsRequest {
             });
         }
         let include_synonyms = r.bool("include_synonyms")?;
-        if version >= 3 {
-            r.bool("include_documentation")?;
-        }
+        let include_documentation = version >= 3 && r.bool("include_documentation")?;
         r.tagged_fields_if(flexible)?;
         Ok(DescribeConfigsRequest {
             resources,
             include_synonyms,
+            include_documentation,
         })
     }
 }
@@ -70,8 +80,13 @@ pub struct ConfigEntry {
     pub read_only: bool,
     pub source: ConfigSource,
     pub is_sensitive: bool,
-    /// DescribeConfigs `ConfigType` (3 int, 5 long, 2 string, 1 boolean).
+    /// Asked for with `include_synonyms`; empty otherwise.
+    pub synonyms: Vec<ConfigSynonym>,
+    /// DescribeConfigs `ConfigType` (1 boolean, 2 string, 3 int, 5 long,
+    /// 6 double, 7 list).
     pub config_type: i8,
+    /// Asked for with `include_documentation` (v3+).
+    pub documentation: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,10 +113,16 @@ pub fn encode_describe(w: &mut Writer, version: i16, flexible: bool, results: &[
             w.bool(c.read_only);
             w.i8(c.source as i8);
             w.bool(c.is_sensitive);
-            w.array_len(flexible, Some(0));
+            w.array_len(flexible, Some(c.synonyms.len()));
+            for s in &c.synonyms {
+                w.string(flexible, &s.name);
+                w.nullable_string(flexible, s.value.as_deref());
+                w.i8(s.source as i8);
+                w.empty_tagged_fields_if(flexible);
+            }
             if version >= 3 {
                 w.i8(c.config_type);
-                w.nullable_string(flexible, None);
+                w.nullable_string(flexible, c.documentation.as_deref());
             }
             w.empty_tagged_fields_if(flexible);
         }
@@ -113,6 +134,8 @@ pub fn encode_describe(w: &mut Writer, version: i16, flexible: bool, results: &[
 /// IncrementalAlterConfigs operations.
 pub const OP_SET: i8 = 0;
 pub const OP_DELETE: i8 = 1;
+pub const OP_APPEND: i8 = 2;
+pub const OP_SUBTRACT: i8 = 3;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AlterableConfig {
@@ -166,7 +189,47 @@ impl IncrementalAlterConfigsRequest {
     }
 }
 
-/// Results: (error, message, resource type, resource name).
+/// One resource of an AlterConfigs request: (type, name, [(config name,
+/// value)]).
+pub type AlterConfigsEntry = (i8, String, Vec<(String, Option<String>)>);
+
+/// AlterConfigs (key 33): each resource's whole set of overrides, replacing
+/// the one it had (the names not sent lose their override).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlterConfigsRequest {
+    pub resources: Vec<AlterConfigsEntry>,
+    pub validate_only: bool,
+}
+
+impl AlterConfigsRequest {
+    pub fn decode(r: &mut Reader, _version: i16, flexible: bool) -> WireResult<AlterConfigsRequest> {
+        let n = r.array_len_required(flexible, 4, "alter resources")?;
+        let mut resources = Vec::with_capacity(capacity(n));
+        for _ in 0..n {
+            let resource_type = r.i8("resource_type")?;
+            let name = r.string(flexible, "resource_name")?;
+            let nc = r.array_len_required(flexible, 3, "alter configs")?;
+            let mut configs = Vec::with_capacity(capacity(nc));
+            for _ in 0..nc {
+                let cname = r.string(flexible, "config name")?;
+                let value = r.nullable_string(flexible, "config value")?;
+                r.tagged_fields_if(flexible)?;
+                configs.push((cname, value));
+            }
+            r.tagged_fields_if(flexible)?;
+            resources.push((resource_type, name, configs));
+        }
+        let validate_only = r.bool("validate_only")?;
+        r.tagged_fields_if(flexible)?;
+        Ok(AlterConfigsRequest {
+            resources,
+            validate_only,
+        })
+    }
+}
+
+/// Results of AlterConfigs and IncrementalAlterConfigs (the same
+/// response): (error, message, resource type, resource name).
 pub fn encode_alter(w: &mut Writer, flexible: bool, results: &[(i16, Option<String>, i8, String)]) {
     w.i32(0);
     w.array_len(flexible, Some(results.len()));

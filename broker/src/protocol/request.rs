@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use super::api::{ApiKey, ApiSupport};
 use super::api_versions::ApiVersionsRequest;
-use super::configs::{DescribeConfigsRequest, IncrementalAlterConfigsRequest};
+use super::configs::{AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest};
 use super::controlled_shutdown::ControlledShutdownRequest;
 use super::controller_rpc::ControllerRpc;
 use super::elect_leaders::ElectLeadersRequest;
@@ -34,6 +34,7 @@ pub enum RequestBody {
     DeleteTopics(DeleteTopicsRequest),
     CreatePartitions(CreatePartitionsRequest),
     DescribeConfigs(DescribeConfigsRequest),
+    AlterConfigs(AlterConfigsRequest),
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
     DescribeCluster,
     /// LeaderAndIsr, StopReplica or UpdateMetadata.
@@ -119,6 +120,7 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::DeleteTopics => RequestBody::DeleteTopics(DeleteTopicsRequest::decode(r, v, flexible)?),
         ApiKey::CreatePartitions => RequestBody::CreatePartitions(CreatePartitionsRequest::decode(r, v, flexible)?),
         ApiKey::DescribeConfigs => RequestBody::DescribeConfigs(DescribeConfigsRequest::decode(r, v, flexible)?),
+        ApiKey::AlterConfigs => RequestBody::AlterConfigs(AlterConfigsRequest::decode(r, v, flexible)?),
         ApiKey::IncrementalAlterConfigs => {
             RequestBody::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::decode(r, v, flexible)?)
         }

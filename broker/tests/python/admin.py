@@ -1,0 +1,138 @@
+"""confluent-kafka's AdminClient against a running Ferrite broker, driven
+by `tests/admin_clients.rs`.
+
+    python admin.py BOOTSTRAP MODE
+
+max-timestamp: records with out-of-order timestamps in one batch; the
+AdminClient's list_offsets(max_timestamp) answers the first record that
+carries the largest one, not its batch.
+
+configs: every Kafka 3.9 topic config described, with sources and
+synonyms; AlterConfigs replaces a topic's overrides; IncrementalAlterConfigs
+APPENDs to and SUBTRACTs from cleanup.policy; Kafka's configs whose
+behaviour is not built are accepted (delete.retention.ms), bad values and
+APPEND on a non-list config are refused with INVALID_CONFIG.
+
+Prints `all ok` at the end; exits non-zero on the first mismatch.
+"""
+import sys
+
+TIMEOUT_S = 30
+
+
+def expect(cond, what):
+    if not cond:
+        print("FAIL:", what, flush=True)
+        sys.exit(1)
+
+
+def admin(bootstrap):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create(a, name, partitions=1, config=None):
+    from confluent_kafka.admin import NewTopic
+
+    t = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+    a.create_topics([t])[name].result(TIMEOUT_S)
+
+
+def max_timestamp(bootstrap):
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    a = admin(bootstrap)
+    topic = "max-ts"
+    create(a, topic)
+    # One batch (a long linger), the largest timestamp at offsets 3 and 6.
+    stamps = [1_700_000_000_000 + d for d in (50, 10, 70, 90, 20, 80, 90, 30)]
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 200, "enable.idempotence": False})
+    for i, ts in enumerate(stamps):
+        p.produce(topic, value=f"v{i}".encode(), timestamp=ts, partition=0)
+    expect(p.flush(TIMEOUT_S) == 0, "produce did not finish")
+    tp = TopicPartition(topic, 0)
+    got = a.list_offsets({tp: OffsetSpec.max_timestamp()}, request_timeout=TIMEOUT_S)[tp].result(TIMEOUT_S)
+    expect(got.offset == 3, f"max timestamp at offset {got.offset}, want 3 (first record of timestamp {max(stamps)})")
+    expect(got.timestamp == max(stamps), f"max timestamp {got.timestamp}, want {max(stamps)}")
+    latest = a.list_offsets({tp: OffsetSpec.latest()})[tp].result(TIMEOUT_S)
+    expect(latest.offset == len(stamps), f"latest {latest.offset}")
+    print("ok max-timestamp", flush=True)
+
+
+KAFKA_39_TOPIC_CONFIGS = 36
+
+
+def describe(a, topic):
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    r = ConfigResource(ResourceType.TOPIC, topic)
+    return a.describe_configs([r], request_timeout=TIMEOUT_S)[r].result(TIMEOUT_S)
+
+
+def alter_error(futures):
+    """The KafkaError of the one resource altered, or None."""
+    from confluent_kafka import KafkaException
+
+    (future,) = futures.values()
+    try:
+        future.result(TIMEOUT_S)
+        return None
+    except KafkaException as e:
+        return e.args[0]
+
+
+def configs(bootstrap):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+
+    a = admin(bootstrap)
+    topic = "configured"
+    create(a, topic, config={"retention.ms": "3600000"})
+    got = describe(a, topic)
+    expect(len(got) == KAFKA_39_TOPIC_CONFIGS, f"{len(got)} topic configs described: {sorted(got)}")
+    r = got["retention.ms"]
+    expect(r.value == "3600000" and r.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
+           f"retention.ms {r.value} from {r.source}")
+    expect("log.retention.ms" in r.synonyms, f"retention.ms synonyms {list(r.synonyms)}")
+    s = got["segment.bytes"]
+    expect(s.value == "1073741824" and s.source == ConfigSource.DEFAULT_CONFIG.value, f"segment.bytes {s.value} {s.source}")
+    expect(got["delete.retention.ms"].value == "86400000", "delete.retention.ms default")
+
+    # IncrementalAlterConfigs: APPEND from the default, then SUBTRACT.
+    def incremental(*entries):
+        res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=list(entries))
+        return alter_error(a.incremental_alter_configs([res]))
+
+    err = incremental(ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND))
+    expect(err is None, f"append: {err}")
+    expect(describe(a, topic)["cleanup.policy"].value == "delete,compact", "append starts from the default")
+    err = incremental(ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT))
+    expect(err is None, f"subtract: {err}")
+    expect(describe(a, topic)["cleanup.policy"].value == "compact", "subtract")
+    err = incremental(ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND))
+    expect(err is not None and err.code() == KafkaError.INVALID_CONFIG, f"append to a long: {err}")
+    err = incremental(ConfigEntry("delete.retention.ms", "1000", incremental_operation=AlterConfigOpType.SET))
+    expect(err is None, f"delete.retention.ms is a Kafka topic config: {err}")
+    err = incremental(ConfigEntry("min.cleanable.dirty.ratio", "2", incremental_operation=AlterConfigOpType.SET))
+    expect(err is not None and err.code() == KafkaError.INVALID_CONFIG, f"a ratio of 2: {err}")
+    err = incremental(ConfigEntry("remote.storage.enable", "true", incremental_operation=AlterConfigOpType.SET))
+    expect(err is not None and err.code() == KafkaError.INVALID_CONFIG, f"tiered storage: {err}")
+
+    # AlterConfigs: the overrides become exactly those sent.
+    res = ConfigResource(ResourceType.TOPIC, topic, set_config={"segment.ms": "600000"})
+    err = alter_error(a.alter_configs([res]))
+    expect(err is None, f"alter_configs: {err}")
+    after = describe(a, topic)
+    overridden = sorted(k for k, v in after.items() if v.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    expect(overridden == ["segment.ms"], f"overrides after AlterConfigs: {overridden}")
+    expect(after["retention.ms"].value == "604800000", f"retention.ms back to the default: {after['retention.ms'].value}")
+    print("ok configs", flush=True)
+
+
+if __name__ == "__main__":
+    bootstrap, which = sys.argv[1], sys.argv[2]
+    modes = {"max-timestamp": max_timestamp, "configs": configs}
+    modes[which](bootstrap)
+    print("all ok", flush=True)
