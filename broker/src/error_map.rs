@@ -46,6 +46,7 @@ pub fn controller(e: &ControllerError) -> ErrorCode {
         ControllerError::InvalidTopic { .. } => ErrorCode::InvalidTopicException,
         ControllerError::InvalidPartitions { .. } => ErrorCode::InvalidPartitions,
         ControllerError::InvalidReplicationFactor { .. } => ErrorCode::InvalidReplicationFactor,
+        ControllerError::InvalidReplicaAssignment { .. } => ErrorCode::InvalidReplicaAssignment,
         ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         ControllerError::Io { .. } | ControllerError::BadFile { .. } => ErrorCode::KafkaStorageError,
         // ZooKeeper unreachable or a znode unreadable: the request may work later.

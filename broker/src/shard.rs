@@ -14,6 +14,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use ferrite_controller::assignment::Placement;
 use ferrite_controller::embedded::{ConfigOp, EmbeddedStore};
 use ferrite_controller::topic_config;
 use ferrite_controller::{BrokerId, ClusterMeta, ControllerError, TopicMeta};
@@ -40,8 +41,7 @@ pub enum Stale {
 pub enum AdminOp {
     CreateTopic {
         name: String,
-        partitions: i32,
-        replication_factor: i16,
+        placement: Placement,
         configs: BTreeMap<String, String>,
         validate_only: bool,
     },
@@ -51,6 +51,8 @@ pub enum AdminOp {
     CreatePartitions {
         name: String,
         total: i32,
+        /// The new partitions' replicas, when the request lists them.
+        assignment: Option<Vec<Vec<BrokerId>>>,
         validate_only: bool,
     },
     AlterConfigs {
@@ -301,20 +303,23 @@ impl BrokerShard {
         let (topic, changed) = match op {
             AdminOp::CreateTopic {
                 name,
-                partitions,
-                replication_factor,
+                placement,
                 configs,
                 validate_only,
             } => (
-                store.create_topic(&name, partitions, replication_factor, configs, validate_only)?,
+                store.create_topic(&name, &placement, configs, validate_only)?,
                 !validate_only,
             ),
             AdminOp::DeleteTopic { name } => (store.delete_topic(&name)?, true),
             AdminOp::CreatePartitions {
                 name,
                 total,
+                assignment,
                 validate_only,
-            } => (store.create_partitions(&name, total, validate_only)?, !validate_only),
+            } => (
+                store.create_partitions(&name, total, assignment, validate_only)?,
+                !validate_only,
+            ),
             AdminOp::AlterConfigs {
                 name,
                 ops,

@@ -35,3 +35,8 @@ fn list_offsets_max_timestamp_answers_the_record_not_its_batch() {
 fn topic_configs_are_described_altered_and_appended_to_as_kafka_does() {
     run(&Broker::start(&[]), "configs");
 }
+
+#[test]
+fn topics_and_partitions_are_placed_as_their_replica_assignment_lists() {
+    run(&Broker::start(&[]), "assignment");
+}

@@ -65,7 +65,14 @@ fn every_topic_created_through_a_just_started_broker_is_created() {
         let connect = format!("{}{chroot}", zk.connect_string());
         let mut brokers = Vec::new();
         for id in 1..=3 {
-            brokers.push(ClusterBroker::new(id, &connect, &[]));
+            // A longer session than the other cluster tests': a hundred
+            // rounds keep ZooKeeper busy, and a request it answers late must
+            // not end the broker's session.
+            brokers.push(ClusterBroker::new(
+                id,
+                &connect,
+                &["zookeeper.session.timeout.ms=10000"],
+            ));
             let b = brokers.last().expect("just started");
             let (controller, count) = first_metadata(&b.bootstrap());
             assert!(

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::assignment;
+use crate::assignment::{self, Placement};
 use crate::error::{ControllerError, Result};
-use crate::metadata::{BrokerMeta, ClusterMeta, PartitionMeta, TopicMeta};
+use crate::metadata::{BrokerId, BrokerMeta, ClusterMeta, PartitionMeta, TopicMeta};
 use crate::topic;
 use crate::topic_config;
 
@@ -73,8 +73,7 @@ impl EmbeddedStore {
     pub fn create_topic(
         &mut self,
         name: &str,
-        partitions: i32,
-        replication_factor: i16,
+        placement: &Placement,
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<TopicMeta> {
@@ -88,7 +87,7 @@ impl EmbeddedStore {
             topic_config::validate(k, v)?;
         }
         let brokers: Vec<_> = self.meta.brokers.iter().map(|b| b.id).collect();
-        let assigned = assignment::assign(name, &brokers, 0, partitions, replication_factor, 0, 0)?;
+        let assigned = assignment::place(name, placement, &brokers, 0, None, (0, 0))?;
         let t = TopicMeta {
             name: name.to_string(),
             id: random_bytes()?,
@@ -119,7 +118,15 @@ impl EmbeddedStore {
     }
 
     /// Grows a topic to `total` partitions.
-    pub fn create_partitions(&mut self, name: &str, total: i32, validate_only: bool) -> Result<TopicMeta> {
+    /// Grows topic `name` to `total` partitions, placed by hand when
+    /// `manual` lists the new ones' replicas.
+    pub fn create_partitions(
+        &mut self,
+        name: &str,
+        total: i32,
+        manual: Option<Vec<Vec<BrokerId>>>,
+        validate_only: bool,
+    ) -> Result<TopicMeta> {
         let brokers: Vec<_> = self.meta.brokers.iter().map(|b| b.id).collect();
         let t = self
             .meta
@@ -129,15 +136,9 @@ impl EmbeddedStore {
                 topic: name.to_string(),
             })?;
         let have = t.partitions.len() as i32;
-        if total <= have {
-            return Err(ControllerError::InvalidPartitions {
-                topic: name.to_string(),
-                count: i64::from(total),
-                reason: "must be more than the topic has",
-            });
-        }
-        let rf = t.partitions.first().map(|p| p.replicas.len()).unwrap_or(1) as i16;
-        let added = assignment::assign(name, &brokers, have, total - have, rf, 0, 0)?;
+        let rf = t.partitions.first().map(|p| p.replicas.len()).unwrap_or(1);
+        let placement = assignment::growth(name, have, total, rf, manual)?;
+        let added = assignment::place(name, &placement, &brokers, have, Some(rf), (0, 0))?;
         let mut t = t.clone();
         for (i, replicas) in added.into_iter().enumerate() {
             t.partitions.push(partition(have + i as i32, replicas));
@@ -258,6 +259,13 @@ mod tests {
     use super::*;
     use crate::metadata::BrokerId;
 
+    fn spread(count: i32, replication_factor: i16) -> Placement {
+        Placement::Spread {
+            count,
+            replication_factor,
+        }
+    }
+
     fn broker() -> BrokerMeta {
         BrokerMeta {
             id: BrokerId(0),
@@ -273,23 +281,23 @@ mod tests {
         let mut s = EmbeddedStore::open(dir.path(), broker()).unwrap();
         let cluster = s.meta().cluster_id.clone();
         assert_eq!(cluster.len(), 22);
-        let t = s.create_topic("orders", 3, 1, BTreeMap::new(), false).unwrap();
+        let t = s.create_topic("orders", &spread(3, 1), BTreeMap::new(), false).unwrap();
         assert_eq!(t.partitions.len(), 3);
         assert!(t.partitions.iter().all(|p| p.leader == Some(BrokerId(0))));
         assert!(matches!(
-            s.create_topic("orders", 1, 1, BTreeMap::new(), false),
+            s.create_topic("orders", &spread(1, 1), BTreeMap::new(), false),
             Err(ControllerError::TopicExists { .. })
         ));
         assert!(matches!(
-            s.create_topic("bad name", 1, 1, BTreeMap::new(), false),
+            s.create_topic("bad name", &spread(1, 1), BTreeMap::new(), false),
             Err(ControllerError::InvalidTopic { .. })
         ));
         assert!(matches!(
-            s.create_topic("x", 1, 3, BTreeMap::new(), false),
+            s.create_topic("x", &spread(1, 3), BTreeMap::new(), false),
             Err(ControllerError::InvalidReplicationFactor { .. })
         ));
-        assert!(s.create_topic("y", 1, 1, BTreeMap::new(), true).is_ok());
-        s.create_partitions("orders", 5, false).unwrap();
+        assert!(s.create_topic("y", &spread(1, 1), BTreeMap::new(), true).is_ok());
+        s.create_partitions("orders", 5, None, false).unwrap();
         s.alter_configs("orders", &[ConfigOp::Set("retention.ms".into(), "1000".into())], false)
             .unwrap();
         assert!(s

@@ -16,6 +16,8 @@ pub enum ControllerError {
         count: i64,
         reason: &'static str,
     },
+    #[error("replica assignment of {topic}: {reason}")]
+    InvalidReplicaAssignment { topic: String, reason: String },
     #[error("replication factor {factor} for {topic}: {live} live broker(s)")]
     InvalidReplicationFactor { topic: String, factor: i64, live: usize },
     #[error("invalid config {key}={value}: {reason}")]

@@ -37,8 +37,7 @@ impl BrokerShard {
         match op {
             AdminOp::CreateTopic {
                 name,
-                partitions,
-                replication_factor,
+                placement,
                 configs,
                 validate_only,
             } => {
@@ -46,8 +45,7 @@ impl BrokerShard {
                 let topic = cluster
                     .ask(|reply| ClusterRequest::CreateTopic {
                         name: n,
-                        partitions,
-                        replication_factor,
+                        placement,
                         configs,
                         validate_only,
                         reply,
@@ -83,6 +81,7 @@ impl BrokerShard {
             AdminOp::CreatePartitions {
                 name,
                 total,
+                assignment,
                 validate_only,
             } => {
                 let n = name.clone();
@@ -90,6 +89,7 @@ impl BrokerShard {
                     .ask(|reply| ClusterRequest::CreatePartitions {
                         name: n,
                         total,
+                        assignment,
                         validate_only,
                         reply,
                     })

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use ferrite_controller::assignment::Placement;
 use ferrite_controller::partition_state::{ControllerEpoch, PartitionState};
 use ferrite_controller::{BrokerId, BrokerMeta, ClusterMeta, ControllerError, TopicMeta};
 use ferrite_engine::TopicPartition;
@@ -50,8 +51,7 @@ pub enum ClusterRequest {
     },
     CreateTopic {
         name: String,
-        partitions: i32,
-        replication_factor: i16,
+        placement: Placement,
         configs: BTreeMap<String, String>,
         validate_only: bool,
         reply: oneshot::Sender<Result<TopicMeta, ControllerError>>,
@@ -63,6 +63,7 @@ pub enum ClusterRequest {
     CreatePartitions {
         name: String,
         total: i32,
+        assignment: Option<Vec<Vec<BrokerId>>>,
         validate_only: bool,
         reply: oneshot::Sender<Result<(), ControllerError>>,
     },

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrite_controller::assignment::assign;
+use ferrite_controller::assignment::{growth, place, Placement};
 use ferrite_controller::control::{AutoRebalance, ControllerConfig};
 use ferrite_controller::driver::{run_member, DriverConfig, Incoming, Outgoing, SessionHandle, CHANNEL_CAPACITY_MAX};
 use ferrite_controller::election::UncleanElection;
@@ -199,14 +199,13 @@ async fn serve(
         }
         ClusterRequest::CreateTopic {
             name,
-            partitions,
-            replication_factor,
+            placement,
             configs,
             validate_only,
             reply,
         } => {
             let r = match session {
-                Some(s) => create_topic(&s, &name, partitions, replication_factor, configs, validate_only).await,
+                Some(s) => create_topic(&s, &name, &placement, configs, validate_only).await,
                 None => Err(no_session()),
             };
             let _ = reply.send(r);
@@ -225,11 +224,12 @@ async fn serve(
         ClusterRequest::CreatePartitions {
             name,
             total,
+            assignment,
             validate_only,
             reply,
         } => {
             let r = match session {
-                Some(s) => create_partitions(&s, &name, total, validate_only).await,
+                Some(s) => create_partitions(&s, &name, total, assignment, validate_only).await,
                 None => Err(no_session()),
             };
             let _ = reply.send(r);
@@ -315,8 +315,7 @@ async fn live_ids(s: &SessionHandle) -> Result<Vec<BrokerId>, ControllerError> {
 async fn create_topic(
     s: &SessionHandle,
     name: &str,
-    partitions: i32,
-    replication_factor: i16,
+    placement: &Placement,
     configs: BTreeMap<String, String>,
     validate_only: bool,
 ) -> Result<TopicMeta, ControllerError> {
@@ -326,7 +325,7 @@ async fn create_topic(
     }
     let live = live_ids(s).await?;
     let (start, shift) = random_start_shift(live.len());
-    let replicas = assign(name, &live, 0, partitions, replication_factor, start, shift)?;
+    let replicas = place(name, placement, &live, 0, None, (start, shift))?;
     let id = ferrite_controller::embedded::random_bytes()?;
     if !validate_only {
         s.store.create_topic(name, &id, &replicas, &configs).await?;
@@ -353,23 +352,17 @@ async fn create_partitions(
     s: &SessionHandle,
     name: &str,
     total: i32,
+    manual: Option<Vec<Vec<BrokerId>>>,
     validate_only: bool,
 ) -> Result<(), ControllerError> {
     let Some((topic, version)) = s.store.topic(name).await? else {
         return Err(ControllerError::UnknownTopic { topic: name.into() });
     };
     let have = topic.replicas.len() as i32;
-    if total <= have {
-        return Err(ControllerError::InvalidPartitions {
-            topic: name.into(),
-            count: total as i64,
-            reason: "a topic's partition count can only grow",
-        });
-    }
-    let rf = topic.replicas.first().map_or(1, |r| r.len()) as i16;
+    let rf = topic.replicas.first().map_or(1, |r| r.len());
+    let placement = growth(name, have, total, rf, manual)?;
     let live = live_ids(s).await?;
-    let (start, shift) = random_start_shift(live.len());
-    let added = assign(name, &live, have, total - have, rf, start, shift)?;
+    let added = place(name, &placement, &live, have, Some(rf), random_start_shift(live.len()))?;
     if validate_only {
         return Ok(());
     }

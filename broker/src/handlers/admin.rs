@@ -2,6 +2,8 @@
 //! Changes go through shard 0's metadata store (the controller, in a
 //! cluster) and are installed on every shard before the answer.
 
+use ferrite_controller::assignment::Placement;
+use ferrite_controller::BrokerId;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -23,15 +25,14 @@ pub async fn create_topics(
 ) {
     let mut results = Vec::with_capacity(c.topics.len());
     for t in c.topics {
-        let partitions = if t.num_partitions == -1 {
-            shard.config.num_partitions
-        } else {
-            t.num_partitions
-        };
-        let rf = if t.replication_factor == -1 {
-            shard.config.default_replication_factor
-        } else {
-            t.replication_factor
+        let placement = placement_of(shard, t.num_partitions, t.replication_factor, &t.assignments);
+        let (partitions, rf) = match &placement {
+            Ok(Placement::Spread {
+                count,
+                replication_factor,
+            }) => (*count, *replication_factor),
+            Ok(Placement::Manual(lists)) => (lists.len() as i32, lists[0].len() as i16),
+            Err(_) => (t.num_partitions, t.replication_factor),
         };
         let mut result = CreatableTopicResult {
             name: t.name.clone(),
@@ -51,12 +52,13 @@ pub async fn create_topics(
                 None => bad = Some((ErrorCode::InvalidConfig, format!("{k} has a null value"))),
             }
         }
-        if !t.assignments.is_empty() {
-            bad = Some((
-                ErrorCode::InvalidReplicaAssignment,
-                "manual replica assignment is not supported".into(),
-            ));
-        }
+        let placement = match placement {
+            Ok(p) => p,
+            Err(refusal) => {
+                bad = Some(refusal);
+                Placement::Manual(Vec::new())
+            }
+        };
         if let Some((code, message)) = bad {
             result.error = code.code();
             result.error_message = Some(message);
@@ -65,8 +67,7 @@ pub async fn create_topics(
         }
         let op = AdminOp::CreateTopic {
             name: t.name,
-            partitions,
-            replication_factor: rf,
+            placement,
             configs,
             validate_only: c.validate_only,
         };
@@ -80,6 +81,47 @@ pub async fn create_topics(
         results.push(result);
     }
     encode_create_topics(&mut b.w, v, flexible, &results);
+}
+
+/// Where CreateTopics puts a topic's partitions: spread, with the broker's
+/// defaults for -1, or as `assignments` lists them (partitions 0, 1, … each
+/// once; then the count and replication factor must be -1).
+fn placement_of(
+    shard: &BrokerShard,
+    partitions: i32,
+    replication_factor: i16,
+    assignments: &[(i32, Vec<i32>)],
+) -> Result<Placement, (ErrorCode, String)> {
+    if assignments.is_empty() {
+        let or_default = |v: i32, default: i32| if v == -1 { default } else { v };
+        return Ok(Placement::Spread {
+            count: or_default(partitions, shard.config.num_partitions),
+            replication_factor: or_default(
+                i32::from(replication_factor),
+                i32::from(shard.config.default_replication_factor),
+            ) as i16,
+        });
+    }
+    if partitions != -1 || replication_factor != -1 {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "a replica assignment goes with partitions and replication factor -1".into(),
+        ));
+    }
+    let mut sorted: Vec<&(i32, Vec<i32>)> = assignments.iter().collect();
+    sorted.sort_by_key(|(p, _)| *p);
+    if sorted.iter().enumerate().any(|(i, (p, _))| i64::from(*p) != i as i64) {
+        return Err((
+            ErrorCode::InvalidReplicaAssignment,
+            "the assignment's partitions must be 0, 1, 2, … each once".into(),
+        ));
+    }
+    Ok(Placement::Manual(
+        sorted
+            .into_iter()
+            .map(|(_, brokers)| brokers.iter().copied().map(BrokerId).collect())
+            .collect(),
+    ))
 }
 
 pub async fn delete_topics(
@@ -122,17 +164,16 @@ pub async fn create_partitions(
 ) {
     let mut results = Vec::with_capacity(c.topics.len());
     for t in c.topics {
-        if t.assignments.is_some() {
-            results.push((
-                t.name,
-                ErrorCode::InvalidReplicaAssignment.code(),
-                Some("manual replica assignment is not supported".into()),
-            ));
-            continue;
-        }
+        let assignment = t.assignments.map(|lists| {
+            lists
+                .into_iter()
+                .map(|l| l.into_iter().map(BrokerId).collect())
+                .collect()
+        });
         let op = AdminOp::CreatePartitions {
             name: t.name.clone(),
             total: t.count,
+            assignment,
             validate_only: c.validate_only,
         };
         match shard.admin(op).await {

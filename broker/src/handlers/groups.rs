@@ -4,6 +4,7 @@
 //! the shard owning the group's `__consumer_offsets` partition, where the
 //! coordinator ([`crate::groups`]) answers it.
 
+use ferrite_controller::assignment::Placement;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
@@ -62,8 +63,10 @@ async fn ensure_offsets_topic(shard: &Rc<BrokerShard>) -> Result<(), GroupError>
     configs.insert("retention.bytes".to_string(), "-1".to_string());
     let op = AdminOp::CreateTopic {
         name: OFFSETS_TOPIC.to_string(),
-        partitions: o.partitions,
-        replication_factor: o.replication_factor.clamp(1, live),
+        placement: Placement::Spread {
+            count: o.partitions,
+            replication_factor: o.replication_factor.clamp(1, live),
+        },
         configs,
         validate_only: false,
     };

@@ -2,6 +2,7 @@
 //! Topics are auto-created on Metadata when `auto.create.topics.enable` is
 //! on and the request allows it.
 
+use ferrite_controller::assignment::Placement;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -73,8 +74,10 @@ pub async fn auto_create(shard: &Rc<BrokerShard>, name: &str) -> Result<(), Admi
     let live = shard.meta().brokers.len() as i16;
     let op = AdminOp::CreateTopic {
         name: name.to_string(),
-        partitions: shard.config.num_partitions,
-        replication_factor: shard.config.default_replication_factor.min(live.max(1)),
+        placement: Placement::Spread {
+            count: shard.config.num_partitions,
+            replication_factor: shard.config.default_replication_factor.min(live.max(1)),
+        },
         configs: BTreeMap::new(),
         validate_only: false,
     };

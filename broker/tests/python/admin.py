@@ -13,6 +13,10 @@ APPENDs to and SUBTRACTs from cleanup.policy; Kafka's configs whose
 behaviour is not built are accepted (delete.retention.ms), bad values and
 APPEND on a non-list config are refused with INVALID_CONFIG.
 
+assignment: CreateTopics and CreatePartitions with a replica assignment
+listed by hand; a broker twice, an unknown broker, or a partition count
+beside the assignment are refused.
+
 Prints `all ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
@@ -131,8 +135,45 @@ def configs(bootstrap):
     print("ok configs", flush=True)
 
 
+def assignment(bootstrap):
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewPartitions, NewTopic
+
+    a = admin(bootstrap)
+    broker = a.list_topics(timeout=TIMEOUT_S).brokers
+    expect(len(broker) == 1, f"one broker: {broker}")
+    (me,) = broker.keys()
+
+    def created(t):
+        try:
+            a.create_topics([t], request_timeout=TIMEOUT_S)[t.topic].result(TIMEOUT_S)
+            return None
+        except KafkaException as e:
+            return e.args[0]
+
+    err = created(NewTopic("placed", 3, replica_assignment=[[me], [me], [me]]))
+    expect(err is None, f"manual assignment: {err}")
+    md = a.list_topics("placed", timeout=TIMEOUT_S).topics["placed"]
+    expect(sorted(md.partitions) == [0, 1, 2], f"partitions {sorted(md.partitions)}")
+    expect(all(p.replicas == [me] for p in md.partitions.values()), "replicas as listed")
+    for bad, what in (([[me, me]], "a broker twice"), ([[me + 7]], "an unknown broker")):
+        err = created(NewTopic(f"bad-{len(what)}", len(bad), replica_assignment=bad))
+        expect(err is not None and err.code() == KafkaError.INVALID_REPLICA_ASSIGNMENT, f"{what}: {err}")
+    f = a.create_partitions([NewPartitions("placed", 5, replica_assignment=[[me], [me]])])["placed"]
+    f.result(TIMEOUT_S)
+    md = a.list_topics("placed", timeout=TIMEOUT_S).topics["placed"]
+    expect(sorted(md.partitions) == [0, 1, 2, 3, 4], f"after growing: {sorted(md.partitions)}")
+    f = a.create_partitions([NewPartitions("placed", 8, replica_assignment=[[me]])])["placed"]
+    try:
+        f.result(TIMEOUT_S)
+        expect(False, "three new partitions with one replica list were accepted")
+    except KafkaException as e:
+        expect(e.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT, f"uneven growth: {e}")
+    print("ok assignment", flush=True)
+
+
 if __name__ == "__main__":
     bootstrap, which = sys.argv[1], sys.argv[2]
-    modes = {"max-timestamp": max_timestamp, "configs": configs}
+    modes = {"max-timestamp": max_timestamp, "configs": configs, "assignment": assignment}
     modes[which](bootstrap)
     print("all ok", flush=True)
