@@ -158,6 +158,10 @@ impl Server {
                         replicas,
                     ));
                     shard.apply_metadata(meta, Stale::Keep).await?;
+                    if let Some(cluster) = shard.cluster() {
+                        let changed = cluster.listen_topic_configs();
+                        glommio::spawn_local(shard.clone().follow_topic_configs(changed)).detach();
+                    }
                     glommio::spawn_local(crate::metrics::report_logs(shard.clone())).detach();
                     glommio::spawn_local(crate::groups::coordinator::run_clock(shard.clone())).detach();
                     Ok(shard)

@@ -185,6 +185,44 @@ impl BrokerShard {
         topic_config::log_config(&self.config.log, &topic.configs)
     }
 
+    /// In a cluster: takes the topic configs the cluster thread read into
+    /// this shard's metadata (as served), and into the logs and replicas it
+    /// has (as enforced).
+    pub async fn apply_topic_configs(&self) {
+        let (Some(replicas), Some(cluster)) = (&self.replicas, self.cluster()) else {
+            return;
+        };
+        let Ok(_one_at_a_time) = self.install_lock.acquire_permit(1).await else {
+            return;
+        };
+        let mut meta = (*self.meta()).clone();
+        cluster.fill_topic_configs(&mut meta);
+        *self.meta.borrow_mut() = Arc::new(meta.clone());
+        self.meta_changed.notify_all();
+        for r in replicas.all() {
+            let tp = r.log().topic_partition().clone();
+            let configs = meta.topic(&tp.topic).map(|t| t.configs.clone()).unwrap_or_default();
+            let config = topic_config::log_config(&self.config.log, &configs);
+            if r.log().config() != config {
+                r.log().set_config(config);
+            }
+            if let Err(e) = r.set_config(replicas.replica_config(&configs)).await {
+                tracing::warn!(%tp, error = %e, "applying a topic's config to its replica");
+            }
+        }
+    }
+
+    /// Applies the topic configs each time the cluster thread says they
+    /// changed, until the broker stops.
+    pub async fn follow_topic_configs(self: Rc<Self>, changed: async_channel::Receiver<()>) {
+        while changed.recv().await.is_ok() {
+            if self.stopping.get() {
+                return;
+            }
+            self.apply_topic_configs().await;
+        }
+    }
+
     /// Installs new metadata: creates the logs this shard owns and leads,
     /// updates their configs, and — for changes made while running, not at
     /// start (a lost metadata file must not delete data) — deletes the logs
@@ -396,6 +434,18 @@ impl BrokerShard {
 }
 
 /// Sends `meta` to every shard and waits until each has applied it.
+/// Has every shard apply the topic configs the cluster knows now.
+pub async fn apply_topic_configs_everywhere(handle: &ShardHandle<BrokerShard>) -> Result<(), EngineError> {
+    for s in 0..handle.shard_count() {
+        handle
+            .submit(ShardId(s), |shard: Rc<BrokerShard>| async move {
+                shard.apply_topic_configs().await
+            })
+            .await?;
+    }
+    Ok(())
+}
+
 pub async fn broadcast(handle: &ShardHandle<BrokerShard>, meta: Arc<ClusterMeta>) -> Result<(), EngineError> {
     let mut pending = Vec::new();
     for s in 0..handle.shard_count() {

@@ -177,6 +177,12 @@ impl LocalReplica {
         Ok(info)
     }
 
+    /// Takes new settings (a topic's `min.insync.replicas` changed, say).
+    pub async fn set_config(&self, config: ReplicaConfig) -> Result<(), ReplicaOpError> {
+        self.state.borrow_mut().set_config(config);
+        self.run_actions().await
+    }
+
     /// A follower fetches from `fetch_offset`; the records it gets are read
     /// by the caller, up to the log end (followers read past the HW).
     pub async fn replica_fetch(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ferrite_controller::{topic_config, ControllerError, TopicMeta};
 
-use super::ClusterRequest;
+use super::{ClusterRequest, TopicConfigs};
 use crate::shard::{AdminError, AdminOp, BrokerShard};
 
 /// The longest an admin request waits for its change to reach the metadata.
@@ -124,12 +124,16 @@ impl BrokerShard {
                     let c = configs.clone();
                     cluster
                         .ask(|reply| ClusterRequest::SetTopicConfig {
-                            name,
+                            name: name.clone(),
                             configs: c,
                             reply,
                         })
                         .await
                         .ok_or_else(gone)??;
+                    // In force here before the answer; the other brokers
+                    // follow the change notification.
+                    cluster.set_topic_configs(TopicConfigs::One(name, configs.clone()));
+                    crate::shard::apply_topic_configs_everywhere(&self.handle).await?;
                 }
                 topic.configs = configs;
                 Ok(topic)

@@ -15,6 +15,7 @@
 //! a bounded request channel and a few atomics and mutex-guarded maps.
 
 pub mod admin;
+pub mod config_changes;
 pub mod courier;
 pub mod fetcher;
 pub mod metadata_cache;
@@ -98,6 +99,12 @@ pub enum ClusterRequest {
     },
 }
 
+/// A change to the topic configs a broker knows.
+pub enum TopicConfigs {
+    One(String, BTreeMap<String, String>),
+    All(BTreeMap<String, BTreeMap<String, String>>),
+}
+
 /// The broker-wide cluster state that shards share.
 pub struct ClusterShared {
     pub local: BrokerMeta,
@@ -111,6 +118,11 @@ pub struct ClusterShared {
     /// This broker's registration (czxid of `/brokers/ids/<id>`).
     broker_epoch: AtomicI64,
     metadata: Mutex<MetaCache>,
+    /// Every topic's config overrides, as ZooKeeper has them (followed
+    /// through `/config/changes`, see `config_changes.rs`).
+    topic_configs: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    /// One per shard: told (coalesced) when a topic's configs changed.
+    config_listeners: Mutex<Vec<async_channel::Sender<()>>>,
     /// Brokers' endpoints, from UpdateMetadata and LeaderAndIsr.
     endpoints: Mutex<BTreeMap<BrokerId, BrokerMeta>>,
     origin: Instant,
@@ -127,6 +139,8 @@ impl ClusterShared {
             controller: AtomicI32::new(-1),
             broker_epoch: AtomicI64::new(-1),
             metadata: Mutex::new(MetaCache::default()),
+            topic_configs: Mutex::new(BTreeMap::new()),
+            config_listeners: Mutex::new(Vec::new()),
             endpoints: Mutex::new(BTreeMap::new()),
             origin: Instant::now(),
         }
@@ -170,7 +184,47 @@ impl ClusterShared {
         self.controller.store(update.controller.0, Ordering::SeqCst);
         self.note_endpoints(&update.brokers);
         let mut m = self.metadata.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::new(m.apply(update))
+        let mut meta = m.apply(update);
+        drop(m);
+        self.fill_topic_configs(&mut meta);
+        Arc::new(meta)
+    }
+
+    /// Puts every topic's config overrides into `meta`.
+    pub fn fill_topic_configs(&self, meta: &mut ClusterMeta) {
+        let configs = self.topic_configs.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, t) in meta.topics.iter_mut() {
+            t.configs = configs.get(name).cloned().unwrap_or_default();
+        }
+    }
+
+    /// A topic's config overrides changed (`None`: every topic's, as read
+    /// at a session's start); tells every shard.
+    pub fn set_topic_configs(&self, changed: TopicConfigs) {
+        {
+            let mut configs = self.topic_configs.lock().unwrap_or_else(|p| p.into_inner());
+            match changed {
+                TopicConfigs::One(name, c) if c.is_empty() => {
+                    configs.remove(&name);
+                }
+                TopicConfigs::One(name, c) => {
+                    configs.insert(name, c);
+                }
+                TopicConfigs::All(all) => *configs = all,
+            }
+        }
+        for l in self.config_listeners.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            // Full: a change is already waiting to be applied, which reads
+            // the newest configs.
+            let _ = l.try_send(());
+        }
+    }
+
+    /// What a shard listens on for config changes.
+    pub fn listen_topic_configs(&self) -> async_channel::Receiver<()> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.config_listeners.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
+        rx
     }
 
     pub fn current_controller(&self) -> Option<BrokerId> {

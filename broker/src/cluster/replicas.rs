@@ -83,7 +83,7 @@ impl ShardReplicas {
         self.replicas.borrow().values().cloned().collect()
     }
 
-    fn replica_config(&self, configs: &BTreeMap<String, String>) -> ReplicaConfig {
+    pub fn replica_config(&self, configs: &BTreeMap<String, String>) -> ReplicaConfig {
         let min_isr = configs
             .get("min.insync.replicas")
             .and_then(|v| v.parse().ok())

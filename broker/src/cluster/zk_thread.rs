@@ -98,6 +98,7 @@ async fn run(
     let (out_tx, mut out_rx) = mpsc::channel(CHANNEL_CAPACITY_MAX);
     let member = tokio::spawn(run_member(driver, in_rx, out_tx));
     let (session_tx, session_rx) = watch::channel::<Option<SessionHandle>>(None);
+    let configs = tokio::spawn(super::config_changes::follow(shared.clone(), session_rx.clone()));
     let courier = Courier::new(shared.clone(), in_tx.clone());
     let outgoing = {
         let shared = shared.clone();
@@ -141,6 +142,7 @@ async fn run(
     // Dropping the driver's channels (the courier holds clones) makes it
     // resign and return.
     drop(in_tx);
+    configs.abort();
     outgoing.abort();
     let _ = outgoing.await;
     let _ = tokio::time::timeout(Duration::from_secs(5), member).await;
@@ -236,7 +238,7 @@ async fn serve(
         }
         ClusterRequest::SetTopicConfig { name, configs, reply } => {
             let r = match session {
-                Some(s) => s.store.set_topic_config(&name, &configs).await,
+                Some(s) => s.store.set_topic_config_and_announce(&name, &configs).await,
                 None => Err(no_session()),
             };
             let _ = reply.send(r);

@@ -13,6 +13,7 @@
 //! | `/admin/reassign_partitions` | `{"version":1,"partitions":[{"topic":t,"partition":0,"replicas":[2,3,4]}]}` |
 //! | `/admin/preferred_replica_election`, `/isr_change_notification/isr_change_<n>` | `{"version":1,"partitions":[{"topic":t,"partition":0}]}` |
 //! | `/config/topics/<t>` | `{"version":1,"config":{"retention.ms":"1000"}}` |
+//! | `/config/changes/config_change_<n>` | `{"version":2,"entity_path":"topics/<t>"}` |
 //! | `/cluster/id` | `{"version":"1","id":"<cluster id>"}` |
 
 use std::collections::BTreeMap;
@@ -346,6 +347,28 @@ pub fn encode_config(config: &BTreeMap<String, String>) -> Vec<u8> {
 pub fn decode_config(bytes: &[u8]) -> Decoded<BTreeMap<String, String>> {
     let j: ConfigJson = parse(bytes)?;
     Ok(j.config)
+}
+
+#[derive(Serialize, Deserialize)]
+struct ConfigChangeJson {
+    version: i32,
+    entity_path: String,
+}
+
+/// A config change notification naming `entity_path` (`topics/<t>`).
+pub fn encode_config_change(entity_path: &str) -> Vec<u8> {
+    to_vec(&ConfigChangeJson {
+        version: 2,
+        entity_path: entity_path.to_string(),
+    })
+}
+
+pub fn decode_config_change(bytes: &[u8]) -> Decoded<String> {
+    let j: ConfigChangeJson = parse(bytes)?;
+    if j.entity_path.len() > 512 {
+        return Err("entity path longer than 512 bytes".into());
+    }
+    Ok(j.entity_path)
 }
 
 #[derive(Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 //! makes — admin requests and leaders' ISR changes ([`admin`]).
 
 pub mod admin;
+pub mod config_changes;
 pub mod json;
 pub mod paths;
 pub mod store;

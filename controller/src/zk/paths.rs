@@ -15,6 +15,10 @@ pub const ISR_CHANGES: &str = "/isr_change_notification";
 /// Prefix of the sequential notification znodes under [`ISR_CHANGES`].
 pub const ISR_CHANGE_PREFIX: &str = "/isr_change_notification/isr_change_";
 pub const TOPIC_CONFIGS: &str = "/config/topics";
+/// Config change notifications (see `config_changes`).
+pub const CONFIG_CHANGES: &str = "/config/changes";
+/// Prefix of the sequential notification znodes under [`CONFIG_CHANGES`].
+pub const CONFIG_CHANGE_PREFIX: &str = "/config/changes/config_change_";
 pub const CLUSTER_ID: &str = "/cluster/id";
 /// The last block of producer ids handed out (see `producer_ids`).
 pub const PRODUCER_ID_BLOCK: &str = "/latest_producer_id_block";
@@ -26,6 +30,7 @@ pub const PERSISTENT: &[&str] = &[
     DELETE_TOPICS,
     ISR_CHANGES,
     TOPIC_CONFIGS,
+    CONFIG_CHANGES,
     "/cluster",
 ];
 

@@ -111,7 +111,7 @@ impl ZkStore {
         }
     }
 
-    async fn children(&self, path: &str) -> Result<Vec<String>> {
+    pub(super) async fn children(&self, path: &str) -> Result<Vec<String>> {
         match self.client.list_children(path).await {
             Ok(c) => bounded(path, c),
             Err(ZkError::NoNode) => Ok(Vec::new()),
