@@ -440,6 +440,7 @@ fn list_on(addr: &str) -> Result<Vec<ga::ListedGroup>, ClientError> {
     let mut c = Connection::connect(addr, CLIENT_ID)?;
     let req = ga::ListGroupsRequest {
         states_filter: Vec::new(),
+        types_filter: Vec::new(),
     };
     let resp = retrying::<ga::ListGroupsRequest>(|| call(&mut c, &req))?;
     match resp.error_code {

@@ -40,3 +40,28 @@ fn topic_configs_are_described_altered_and_appended_to_as_kafka_does() {
 fn topics_and_partitions_are_placed_as_their_replica_assignment_lists() {
     run(&Broker::start(&[]), "assignment");
 }
+
+/// Static members that close without leaving keep their group until their
+/// sessions expire, and no longer: DeleteGroups is refused until then and
+/// succeeds within half a second of `session.timeout.ms` after the close
+/// (the last heartbeat came before the close; the group clock ticks every
+/// 100 ms).
+#[test]
+fn static_members_expire_on_time_and_their_group_can_then_be_deleted() {
+    let out = run(&Broker::start(&[]), "static-expiry");
+    let took: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("EXPIRED_AFTER_S "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("EXPIRED_AFTER_S line");
+    let session_s = 6.0;
+    assert!(
+        took <= session_s + 0.5,
+        "the sessions expired {took:.3} s after the close"
+    );
+}
+
+#[test]
+fn groups_are_listed_by_type_and_state_and_operations_described_when_asked() {
+    run(&Broker::start(&[]), "groups-and-operations");
+}

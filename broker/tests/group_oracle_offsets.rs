@@ -275,9 +275,15 @@ fn list_groups_matches_the_oracle() {
     for v in versions::<km::ListGroupsRequest>(LIST_GROUPS_MAX_VERSION) {
         let filters = since(v, 4, vec![vec!["Stable".to_string(), "Empty".into()]], vec![]);
         for states_filter in std::iter::once(vec![]).chain(filters) {
-            let theirs =
-                km::ListGroupsRequest::default().with_states_filter(states_filter.iter().map(|x| s(x)).collect());
-            check(v, &ListGroupsRequest { states_filter }, &theirs);
+            let types_filter: Vec<String> = since(v, 5, vec!["classic".to_string()], vec![]);
+            let theirs = km::ListGroupsRequest::default()
+                .with_states_filter(states_filter.iter().map(|x| s(x)).collect())
+                .with_types_filter(types_filter.iter().map(|x| s(x)).collect());
+            let ours = ListGroupsRequest {
+                states_filter,
+                types_filter,
+            };
+            check(v, &ours, &theirs);
         }
         let ours = ListGroupsResponse {
             throttle_time_ms: since(v, 1, 1, 0),
@@ -287,11 +293,13 @@ fn list_groups_matches_the_oracle() {
                     group_id: "g".into(),
                     protocol_type: "consumer".into(),
                     group_state: since(v, 4, "Stable", "").into(),
+                    group_type: since(v, 5, "classic", "").into(),
                 },
                 ListedGroup {
                     group_id: "connect-x".into(),
                     protocol_type: String::new(),
                     group_state: since(v, 4, "Empty", "").into(),
+                    group_type: since(v, 5, "classic", "").into(),
                 },
             ],
         };
@@ -300,6 +308,7 @@ fn list_groups_matches_the_oracle() {
                 .with_group_id(gid(&g.group_id))
                 .with_protocol_type(s(&g.protocol_type))
                 .with_group_state(s(&g.group_state))
+                .with_group_type(s(&g.group_type))
         });
         let theirs = km::ListGroupsResponse::default()
             .with_throttle_time_ms(ours.throttle_time_ms)

@@ -120,6 +120,8 @@ fn metadata_round_trips() {
                     offline: vec![],
                 }],
             }],
+            cluster_authorized_operations: 8096,
+            topic_authorized_operations: 3576,
         };
         let mut w = Writer::new();
         resp.encode(&mut w, v, v >= 9);
@@ -132,6 +134,23 @@ fn metadata_round_trips() {
         }
         if v >= 2 {
             assert_eq!(t.cluster_id.as_ref().unwrap().as_str(), "c");
+        }
+        if v >= 8 {
+            assert_eq!(t.topics[0].topic_authorized_operations, 3576);
+        }
+        if (8..=10).contains(&v) {
+            assert_eq!(t.cluster_authorized_operations, 8096);
+        }
+        if v >= 8 {
+            let asked = km::MetadataRequest::default()
+                .with_topics(None)
+                .with_include_topic_authorized_operations(true)
+                .with_include_cluster_authorized_operations(v <= 10);
+            let RequestBody::Metadata(m) = &ours(3, v, &asked).body else {
+                panic!()
+            };
+            assert!(m.include_topic_authorized_operations);
+            assert_eq!(m.include_cluster_authorized_operations, v <= 10);
         }
     }
 }
@@ -461,22 +480,30 @@ fn configs_and_cluster_round_trip() {
         assert_eq!(t.responses[0].error_code, 40);
     }
     for v in versions(ApiKey::DescribeCluster) {
-        let r = ours(60, v, &km::DescribeClusterRequest::default());
-        assert!(matches!(r.body, RequestBody::DescribeCluster));
+        let asked = km::DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
+        let r = ours(60, v, &asked);
+        assert!(matches!(
+            r.body,
+            RequestBody::DescribeCluster {
+                include_cluster_authorized_operations: true
+            }
+        ));
         let mut w = Writer::new();
-        describe_cluster::encode_response(
-            &mut w,
-            v,
-            "cid",
-            0,
-            &[metadata::BrokerEntry {
-                node_id: 0,
-                host: "h".into(),
-                port: 1,
-                rack: None,
-            }],
-        );
+        let brokers = [metadata::BrokerEntry {
+            node_id: 0,
+            host: "h".into(),
+            port: 1,
+            rack: None,
+        }];
+        let description = describe_cluster::ClusterDescription {
+            cluster_id: "cid",
+            controller_id: 0,
+            brokers: &brokers,
+            authorized_operations: 8096,
+        };
+        describe_cluster::encode_response(&mut w, v, &description);
         let t: km::DescribeClusterResponse = theirs(w.as_slice(), v);
         assert_eq!(t.cluster_id.as_str(), "cid");
+        assert_eq!(t.cluster_authorized_operations, 8096);
     }
 }

@@ -15,6 +15,7 @@ use crate::error_map;
 use crate::groups::group::{JoinAnswer, JoinRequest, MemberIdPolicy, SyncAnswer, SyncRequest};
 use crate::groups::ops::{CommitEntry, Committer};
 use crate::groups::{GroupError, OFFSETS_TOPIC};
+use crate::protocol::authorized_operations as ops;
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::group_membership as gm;
 use crate::protocol::group_offsets as go;
@@ -433,8 +434,10 @@ pub async fn list_groups(shard: &Rc<BrokerShard>, req: ga::ListGroupsRequest, v:
             Err(_) => error = ErrorCode::CoordinatorNotAvailable.code(),
         }
     }
+    let in_filter =
+        |filter: &[String], value: &str| filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value));
     let wanted =
-        |state: &str| req.states_filter.is_empty() || req.states_filter.iter().any(|f| f.eq_ignore_ascii_case(state));
+        |state: &str| in_filter(&req.states_filter, state) && in_filter(&req.types_filter, ga::GROUP_TYPE_CLASSIC);
     ga::ListGroupsResponse {
         throttle_time_ms: 0,
         error_code: error,
@@ -445,6 +448,7 @@ pub async fn list_groups(shard: &Rc<BrokerShard>, req: ga::ListGroupsRequest, v:
                 group_id: g.group_id,
                 protocol_type: g.protocol_type,
                 group_state: g.state.to_string(),
+                group_type: ga::GROUP_TYPE_CLASSIC.to_string(),
             })
             .collect(),
     }
@@ -453,7 +457,7 @@ pub async fn list_groups(shard: &Rc<BrokerShard>, req: ga::ListGroupsRequest, v:
 
 pub async fn describe_groups(shard: &Rc<BrokerShard>, req: ga::DescribeGroupsRequest, v: i16, b: &mut ResponseBuilder) {
     let mut out = Vec::with_capacity(req.groups.len().min(1024));
-    for group_id in req.groups {
+    for group_id in req.groups.iter().cloned() {
         let g = group_id.clone();
         let described = on_coordinator(
             shard,
@@ -481,7 +485,7 @@ pub async fn describe_groups(shard: &Rc<BrokerShard>, req: ga::DescribeGroupsReq
                         member_assignment: m.assignment,
                     })
                     .collect(),
-                authorized_operations: ga::AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations: ops::if_asked(req.include_authorized_operations, ops::GROUP),
             },
             Err(e) => ga::DescribedGroup {
                 error_code: error_map::group(e).code(),

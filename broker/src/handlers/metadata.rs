@@ -9,6 +9,7 @@ use std::rc::Rc;
 use ferrite_controller::{topic, ClusterMeta, ControllerError};
 
 use crate::error_map;
+use crate::protocol::authorized_operations as ops;
 use crate::protocol::describe_cluster;
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::metadata::{BrokerEntry, MetadataRequest, MetadataResponse, PartitionEntry, TopicEntry};
@@ -137,11 +138,19 @@ pub async fn metadata(shard: &Rc<BrokerShard>, req: &MetadataRequest, v: i16, fl
         cluster_id: Some(meta.cluster_id.clone()),
         controller_id: meta.controller.0,
         topics,
+        cluster_authorized_operations: ops::if_asked(req.include_cluster_authorized_operations, ops::CLUSTER),
+        topic_authorized_operations: ops::if_asked(req.include_topic_authorized_operations, ops::TOPIC),
     }
     .encode(&mut b.w, v, flexible);
 }
 
-pub fn describe_cluster(shard: &Rc<BrokerShard>, v: i16, b: &mut ResponseBuilder) {
+pub fn describe_cluster(shard: &Rc<BrokerShard>, v: i16, include_authorized_operations: bool, b: &mut ResponseBuilder) {
     let meta = shard.meta();
-    describe_cluster::encode_response(&mut b.w, v, &meta.cluster_id, meta.controller.0, &brokers(&meta));
+    let description = describe_cluster::ClusterDescription {
+        cluster_id: &meta.cluster_id,
+        controller_id: meta.controller.0,
+        brokers: &brokers(&meta),
+        authorized_operations: ops::if_asked(include_authorized_operations, ops::CLUSTER),
+    };
+    describe_cluster::encode_response(&mut b.w, v, &description);
 }

@@ -95,7 +95,9 @@ async fn dispatch(
     match req.body {
         RequestBody::ApiVersions(_) => api_versions::encode_response(&mut b.w, v, ErrorCode::None),
         RequestBody::Metadata(m) => Box::pin(metadata::metadata(shard, &m, v, flexible, &mut b)).await,
-        RequestBody::DescribeCluster => metadata::describe_cluster(shard, v, &mut b),
+        RequestBody::DescribeCluster {
+            include_cluster_authorized_operations,
+        } => metadata::describe_cluster(shard, v, include_cluster_authorized_operations, &mut b),
         RequestBody::Produce(p) => {
             if p.acks == 0 {
                 // No answer, as asked; on an error the connection is closed

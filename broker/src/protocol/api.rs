@@ -82,7 +82,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
         key: ApiKey::ApiVersions,
         code: 18,
         min: 0,
-        max: 3,
+        // v4 is v3 again (Kafka 3.9 added it to let a response's feature
+        // ranges start at 0).
+        max: 4,
         flexible_from: 3,
     },
     ApiSupport {

@@ -3,11 +3,12 @@
 //! Ferrite's own client does the reverse. Fields absent from a version
 //! decode as the schema's default.
 //!
-//! ListGroups (key 16), v0-4, flexible from v3.
-//! Request: states_filter [string] (v4+; empty: every state).
+//! ListGroups (key 16), v0-5, flexible from v3.
+//! Request: states_filter [string] (v4+; empty: every state), types_filter
+//! [string] (v5+; empty: every type).
 //! Response: throttle_time_ms int32 (v1+), error_code int16, groups
 //! [group_id string, protocol_type string, group_state string (v4+; ""
-//! when absent)].
+//! when absent), group_type string (v5+; "" when absent)].
 //!
 //! DescribeGroups (key 15), v0-5, flexible from v5.
 //! Request: groups [string], include_authorized_operations bool (v3+).
@@ -31,7 +32,7 @@ use bytes::Bytes;
 use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const LIST_GROUPS_KEY: i16 = 16;
-pub const LIST_GROUPS_MAX_VERSION: i16 = 4;
+pub const LIST_GROUPS_MAX_VERSION: i16 = 5;
 pub const LIST_GROUPS_FLEXIBLE_FROM: i16 = 3;
 pub const DESCRIBE_GROUPS_KEY: i16 = 15;
 pub const DESCRIBE_GROUPS_MAX_VERSION: i16 = 5;
@@ -42,6 +43,10 @@ pub const DELETE_GROUPS_FLEXIBLE_FROM: i16 = 2;
 
 /// `authorized_operations` when not requested (or before v3): i32::MIN.
 pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+
+/// The type of every group Ferrite serves (the classic protocol; KIP-848's
+/// `consumer` groups are not built).
+pub const GROUP_TYPE_CLASSIC: &str = "classic";
 
 fn read_strings(r: &mut Reader, f: bool, what: &'static str) -> WireResult<Vec<String>> {
     let n = r.array_len_required(f, 1, what)?;
@@ -63,6 +68,8 @@ fn write_strings(w: &mut Writer, f: bool, v: &[String]) {
 pub struct ListGroupsRequest {
     /// Empty: groups in every state.
     pub states_filter: Vec<String>,
+    /// Empty: groups of every type.
+    pub types_filter: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +77,7 @@ pub struct ListedGroup {
     pub group_id: String,
     pub protocol_type: String,
     pub group_state: String,
+    pub group_type: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,14 +95,25 @@ impl ListGroupsRequest {
         } else {
             Vec::new()
         };
+        let types_filter = if version >= 5 {
+            read_strings(r, f, "types_filter")?
+        } else {
+            Vec::new()
+        };
         r.tagged_fields_if(f)?;
-        Ok(ListGroupsRequest { states_filter })
+        Ok(ListGroupsRequest {
+            states_filter,
+            types_filter,
+        })
     }
 
     pub fn encode(&self, w: &mut Writer, version: i16) {
         let f = version >= LIST_GROUPS_FLEXIBLE_FROM;
         if version >= 4 {
             write_strings(w, f, &self.states_filter);
+        }
+        if version >= 5 {
+            write_strings(w, f, &self.types_filter);
         }
         w.empty_tagged_fields_if(f);
     }
@@ -113,6 +132,9 @@ impl ListGroupsResponse {
             w.string(f, &g.protocol_type);
             if version >= 4 {
                 w.string(f, &g.group_state);
+            }
+            if version >= 5 {
+                w.string(f, &g.group_type);
             }
             w.empty_tagged_fields_if(f);
         }
@@ -133,11 +155,17 @@ impl ListGroupsResponse {
             } else {
                 String::new()
             };
+            let group_type = if version >= 5 {
+                r.string(f, "group_type")?
+            } else {
+                String::new()
+            };
             r.tagged_fields_if(f)?;
             groups.push(ListedGroup {
                 group_id,
                 protocol_type,
                 group_state,
+                group_type,
             });
         }
         r.tagged_fields_if(f)?;
@@ -397,6 +425,7 @@ mod tests {
         for v in 0..=LIST_GROUPS_MAX_VERSION {
             let req = ListGroupsRequest {
                 states_filter: since(v, 4, vec!["Stable".into(), "Empty".into()], vec![]),
+                types_filter: since(v, 5, vec!["classic".into()], vec![]),
             };
             let bytes = round_trip(&req, |q, w| q.encode(w, v), |r| ListGroupsRequest::decode(r, v));
             every_prefix_fails(&bytes, |r| ListGroupsRequest::decode(r, v));
@@ -408,11 +437,13 @@ mod tests {
                         group_id: "g".into(),
                         protocol_type: "consumer".into(),
                         group_state: since(v, 4, "Stable", "").into(),
+                        group_type: since(v, 5, "classic", "").into(),
                     },
                     ListedGroup {
                         group_id: "connect-x".into(),
                         protocol_type: String::new(),
                         group_state: since(v, 4, "Empty", "").into(),
+                        group_type: since(v, 5, "classic", "").into(),
                     },
                 ],
             };

@@ -13,6 +13,8 @@ pub struct MetadataRequest {
     /// `None`: all topics.
     pub topics: Option<Vec<MetadataTopic>>,
     pub allow_auto_topic_creation: bool,
+    pub include_cluster_authorized_operations: bool,
+    pub include_topic_authorized_operations: bool,
 }
 
 impl MetadataRequest {
@@ -43,16 +45,15 @@ impl MetadataRequest {
         } else {
             true
         };
-        if (8..=10).contains(&version) {
-            r.bool("include_cluster_authorized_operations")?;
-        }
-        if version >= 8 {
-            r.bool("include_topic_authorized_operations")?;
-        }
+        let include_cluster_authorized_operations =
+            (8..=10).contains(&version) && r.bool("include_cluster_authorized_operations")?;
+        let include_topic_authorized_operations = version >= 8 && r.bool("include_topic_authorized_operations")?;
         r.tagged_fields_if(flexible)?;
         Ok(MetadataRequest {
             topics,
             allow_auto_topic_creation,
+            include_cluster_authorized_operations,
+            include_topic_authorized_operations,
         })
     }
 }
@@ -91,9 +92,11 @@ pub struct MetadataResponse {
     pub cluster_id: Option<String>,
     pub controller_id: i32,
     pub topics: Vec<TopicEntry>,
+    /// v8-10 (see `authorized_operations`).
+    pub cluster_authorized_operations: i32,
+    /// Every topic's, v8+.
+    pub topic_authorized_operations: i32,
 }
-
-const AUTHORIZED_OPERATIONS_UNKNOWN: i32 = i32::MIN;
 
 pub fn write_i32_array(w: &mut Writer, flexible: bool, v: &[i32]) {
     w.array_len(flexible, Some(v.len()));
@@ -153,12 +156,12 @@ impl MetadataResponse {
                 w.empty_tagged_fields_if(flexible);
             }
             if version >= 8 {
-                w.i32(AUTHORIZED_OPERATIONS_UNKNOWN);
+                w.i32(self.topic_authorized_operations);
             }
             w.empty_tagged_fields_if(flexible);
         }
         if (8..=10).contains(&version) {
-            w.i32(AUTHORIZED_OPERATIONS_UNKNOWN);
+            w.i32(self.cluster_authorized_operations);
         }
         w.empty_tagged_fields_if(flexible);
     }

@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod api_versions;
+pub mod authorized_operations;
 #[cfg(test)]
 mod codec_testing;
 pub mod configs;

@@ -36,7 +36,9 @@ pub enum RequestBody {
     DescribeConfigs(DescribeConfigsRequest),
     AlterConfigs(AlterConfigsRequest),
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
-    DescribeCluster,
+    DescribeCluster {
+        include_cluster_authorized_operations: bool,
+    },
     /// LeaderAndIsr, StopReplica or UpdateMetadata.
     Controller(ControllerRpc),
     ControlledShutdown(ControlledShutdownRequest),
@@ -124,10 +126,9 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::IncrementalAlterConfigs => {
             RequestBody::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::decode(r, v, flexible)?)
         }
-        ApiKey::DescribeCluster => {
-            super::describe_cluster::decode_request(r, v)?;
-            RequestBody::DescribeCluster
-        }
+        ApiKey::DescribeCluster => RequestBody::DescribeCluster {
+            include_cluster_authorized_operations: super::describe_cluster::decode_request(r, v)?,
+        },
         ApiKey::LeaderAndIsr | ApiKey::StopReplica | ApiKey::UpdateMetadata => {
             let decoded = ControllerRpc::decode(r, api.code);
             assert!(decoded.is_some(), "controller APIs decode as ControllerRpc");

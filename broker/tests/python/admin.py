@@ -17,6 +17,14 @@ assignment: CreateTopics and CreatePartitions with a replica assignment
 listed by hand; a broker twice, an unknown broker, or a partition count
 beside the assignment are refused.
 
+static-expiry: two static members (group.instance.id) close without leaving;
+DeleteGroups is refused (NON_EMPTY_GROUP) until their sessions expire and
+then succeeds; prints `EXPIRED_AFTER_S <seconds>` from the close.
+
+groups-and-operations: ListGroups filtered by type (v5) and by state; the
+operations DescribeGroups, DescribeCluster and Metadata (describe_topics)
+say a client may perform when asked (all that apply: no authorizer).
+
 Prints `all ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
@@ -172,8 +180,99 @@ def assignment(bootstrap):
     print("ok assignment", flush=True)
 
 
+STATIC_SESSION_MS = 6000
+
+
+def static_expiry(bootstrap):
+    import time
+
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+
+    a = admin(bootstrap)
+    topic, group = "static", "statics"
+    create(a, topic, partitions=2)
+    members = []
+    for i in range(2):
+        c = Consumer({
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.instance.id": f"static-{i}",
+            "session.timeout.ms": STATIC_SESSION_MS,
+            "enable.auto.commit": False,
+        })
+        c.subscribe([topic])
+        members.append(c)
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and not all(c.assignment() for c in members):
+        for c in members:
+            c.poll(0.1)
+    expect(all(c.assignment() for c in members), "both static members assigned")
+    for c in members:
+        c.close()
+    closed = time.monotonic()
+    refused = 0
+    while True:
+        try:
+            a.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)
+            break
+        except KafkaException as e:
+            err = e.args[0]
+            expect(err.code() == KafkaError.NON_EMPTY_GROUP, f"delete_groups: {err}")
+            refused += 1
+            expect(time.monotonic() - closed < 3 * STATIC_SESSION_MS / 1000, "the sessions never expired")
+            time.sleep(0.05)
+    took = time.monotonic() - closed
+    expect(refused > 0, "the group was deleted while its static members' sessions were alive")
+    print(f"EXPIRED_AFTER_S {took:.3f}", flush=True)
+
+
+def groups_and_operations(bootstrap):
+    import time
+
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType, Consumer, TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    a = admin(bootstrap)
+    topic, group = "described", "listed"
+    create(a, topic)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.subscribe([topic])
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline and not c.assignment():
+        c.poll(0.1)
+    expect(c.assignment(), "the member was assigned")
+
+    def listed(**filters):
+        r = a.list_consumer_groups(request_timeout=TIMEOUT_S, **filters).result(TIMEOUT_S)
+        expect(not r.errors, f"list_consumer_groups errors {r.errors}")
+        return {g.group_id: g for g in r.valid}
+
+    every = listed()
+    expect(group in every, f"{group} listed: {sorted(every)}")
+    expect(every[group].type == ConsumerGroupType.CLASSIC, f"type {every[group].type}")
+    expect(group in listed(types={ConsumerGroupType.CLASSIC}), "classic groups include it")
+    expect(group not in listed(types={ConsumerGroupType.CONSUMER}), "KIP-848 consumer groups do not")
+    expect(group in listed(states={ConsumerGroupState.STABLE}), "stable groups include it")
+    expect(group not in listed(states={ConsumerGroupState.EMPTY}), "empty groups do not")
+
+    d = a.describe_consumer_groups([group], include_authorized_operations=True)[group].result(TIMEOUT_S)
+    ops = set(d.authorized_operations or [])
+    expect(ops == {AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE}, f"group operations {ops}")
+    cluster = a.describe_cluster(include_authorized_operations=True).result(TIMEOUT_S)
+    ops = set(cluster.authorized_operations or [])
+    expect({AclOperation.DESCRIBE, AclOperation.ALTER, AclOperation.CREATE} <= ops, f"cluster operations {ops}")
+    t = a.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic].result(TIMEOUT_S)
+    ops = set(t.authorized_operations or [])
+    expect({AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE_CONFIGS} <= ops, f"topic operations {ops}")
+    plain = a.describe_consumer_groups([group])[group].result(TIMEOUT_S)
+    expect(not plain.authorized_operations, f"not asked for: {plain.authorized_operations}")
+    c.close()
+    print("ok groups-and-operations", flush=True)
+
+
 if __name__ == "__main__":
     bootstrap, which = sys.argv[1], sys.argv[2]
-    modes = {"max-timestamp": max_timestamp, "configs": configs, "assignment": assignment}
+    modes = {"max-timestamp": max_timestamp, "configs": configs, "assignment": assignment, "static-expiry": static_expiry,
+             "groups-and-operations": groups_and_operations}
     modes[which](bootstrap)
     print("all ok", flush=True)
