@@ -203,7 +203,7 @@ fn unsupported_api_versions_gets_our_ranges() {
         .expect("an answer, not a closed connection");
     assert_eq!(r.error_code, 35, "UNSUPPORTED_VERSION");
     let av = r.api_keys.iter().find(|k| k.api_key == 18).unwrap();
-    assert_eq!((av.min_version, av.max_version), (0, 3));
+    assert_eq!((av.min_version, av.max_version), (0, 4));
 }
 
 #[test]
