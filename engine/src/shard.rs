@@ -114,6 +114,21 @@ impl<S: 'static> ShardHandle<S> {
         F: FnOnce(Rc<S>) -> Fut + Send + 'static,
         Fut: Future<Output = R> + 'static,
     {
+        self.enqueue(shard, f).await?.await
+    }
+
+    /// Queues `f` for `shard` (waiting while its inbox is full); returns the
+    /// wait for its result. A shard starts the jobs from one submitter in
+    /// the order they were queued: it spawns each as it takes it from its
+    /// inbox (FIFO), and its executor first polls tasks in spawn order. So a
+    /// job whose effect happens before its first await (an append taking
+    /// its place in a log) takes effect after every job queued before it.
+    pub async fn enqueue<R, F, Fut>(&self, shard: ShardId, f: F) -> Result<impl Future<Output = Result<R>> + 'static>
+    where
+        R: Send + 'static,
+        F: FnOnce(Rc<S>) -> Fut + Send + 'static,
+        Fut: Future<Output = R> + 'static,
+    {
         let inbox = self
             .inboxes
             .get(shard.0)
@@ -130,7 +145,8 @@ impl<S: 'static> ShardHandle<S> {
             .send(job)
             .await
             .map_err(|_| EngineError::ShardGone { shard: shard.0 })?;
-        rx.recv().await.map_err(|_| EngineError::ShardGone { shard: shard.0 })
+        let gone = shard.0;
+        Ok(async move { rx.recv().await.map_err(|_| EngineError::ShardGone { shard: gone }) })
     }
 
     /// Closes every inbox; each shard finishes its queue and shuts down.

@@ -70,10 +70,10 @@ fn acks_of(acks: i16) -> Acks {
 /// Runs `append` and sends on `placed` once it has its place in the log:
 /// an append takes it at its first poll (`PartitionLog::append` and
 /// `LocalReplica::produce` take their turn before their first await).
-async fn placed_then<T>(append: impl Future<Output = T>, placed: oneshot::Sender<()>) -> T {
+async fn placed_then<T>(append: impl Future<Output = T>, placed: Option<oneshot::Sender<()>>) -> T {
     let mut append = std::pin::pin!(append);
     let first = futures_lite::future::poll_once(append.as_mut()).await;
-    let _ = placed.send(());
+    drop(placed);
     match first {
         Some(done) => done,
         None => append.await,
@@ -83,7 +83,9 @@ async fn placed_then<T>(append: impl Future<Output = T>, placed: oneshot::Sender
 /// Appends on the owning shard; returns (base offset, log start). In a
 /// cluster the partition's replica takes the append: it refuses it when
 /// this broker does not lead, and with acks=all answers once committed.
-/// `placed` fires (or drops) once the append has its place in the log.
+/// `placed` fires (or drops) once the append has its place: here, once the
+/// append took it; on another shard, once the append is queued there (its
+/// shard starts jobs in the order they were queued).
 async fn append_on_owner(
     shard: &Rc<BrokerShard>,
     tp: TopicPartition,
@@ -92,42 +94,61 @@ async fn append_on_owner(
     acks: (i16, i32),
     placed: oneshot::Sender<()>,
 ) -> Result<(i64, i64), ProduceFailure> {
-    let (acks, timeout_ms) = acks;
     let owner = shard.owner(&tp);
-    shard
-        .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            // The log rewrites offsets in place: it needs the bytes to
-            // itself (no copy when this request holds the only reference).
-            let owned = records
-                .try_into_mut()
-                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-            if let Some(replicas) = &s.replicas {
-                let Some(replica) = replicas.get(&tp) else {
-                    return Err(ProduceFailure::Replica(ReplicaOpError::Replication(
-                        ReplicationError::NotLeader { tp, op: "produce" },
-                    )));
-                };
-                let deadline = replicas.cluster.now().plus_ms(timeout_ms.max(0) as u64);
-                let info = placed_then(replica.produce(owned, acks_of(acks), deadline), placed)
-                    .await
-                    .map_err(ProduceFailure::Replica)?;
-                crate::metrics::produced(&tp.topic, info.bytes, info.records);
-                return Ok((info.first_offset.0, replica.log().log_start_offset().0));
-            }
-            let log = s
-                .local_log(&tp)
-                .ok_or_else(|| ProduceFailure::Engine(EngineError::UnknownPartition { tp: tp.clone() }))?;
-            let mode = AppendMode::Leader {
-                epoch: LeaderEpoch(epoch),
-            };
-            let info = placed_then(log.append(owned, mode), placed)
-                .await
-                .map_err(ProduceFailure::Engine)?;
-            crate::metrics::produced(&tp.topic, info.bytes, info.records);
-            Ok((info.first_offset.0, log.log_start_offset().0))
+    if owner == shard.id {
+        return append_here(shard.clone(), tp, epoch, records, acks, Some(placed)).await;
+    }
+    crate::metrics::cross_shard_call();
+    let reply = shard
+        .handle
+        .enqueue(owner, move |s: Rc<BrokerShard>| {
+            append_here(s, tp, epoch, records, acks, None)
         })
         .await
-        .map_err(ProduceFailure::Engine)?
+        .map_err(ProduceFailure::Engine)?;
+    drop(placed);
+    reply.await.map_err(ProduceFailure::Engine)?
+}
+
+/// The append on the shard that owns the partition (see [`append_on_owner`]).
+async fn append_here(
+    s: Rc<BrokerShard>,
+    tp: TopicPartition,
+    epoch: i32,
+    records: Bytes,
+    acks: (i16, i32),
+    placed: Option<oneshot::Sender<()>>,
+) -> Result<(i64, i64), ProduceFailure> {
+    let (acks, timeout_ms) = acks;
+    // The log rewrites offsets in place: it needs the bytes to
+    // itself (no copy when this request holds the only reference).
+    let owned = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+    if let Some(replicas) = &s.replicas {
+        let Some(replica) = replicas.get(&tp) else {
+            return Err(ProduceFailure::Replica(ReplicaOpError::Replication(
+                ReplicationError::NotLeader { tp, op: "produce" },
+            )));
+        };
+        let deadline = replicas.cluster.now().plus_ms(timeout_ms.max(0) as u64);
+        let info = placed_then(replica.produce(owned, acks_of(acks), deadline), placed)
+            .await
+            .map_err(ProduceFailure::Replica)?;
+        crate::metrics::produced(&tp.topic, info.bytes, info.records);
+        return Ok((info.first_offset.0, replica.log().log_start_offset().0));
+    }
+    let log = s
+        .local_log(&tp)
+        .ok_or_else(|| ProduceFailure::Engine(EngineError::UnknownPartition { tp: tp.clone() }))?;
+    let mode = AppendMode::Leader {
+        epoch: LeaderEpoch(epoch),
+    };
+    let info = placed_then(log.append(owned, mode), placed)
+        .await
+        .map_err(ProduceFailure::Engine)?;
+    crate::metrics::produced(&tp.topic, info.bytes, info.records);
+    Ok((info.first_offset.0, log.log_start_offset().0))
 }
 
 /// One partition's answer to its append.
