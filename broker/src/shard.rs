@@ -82,6 +82,11 @@ pub struct BrokerShard {
     meta: RefCell<Arc<ClusterMeta>>,
     /// Notified at each metadata installation.
     meta_changed: Notify,
+    /// When the shard started (clients wait for the first metadata until
+    /// [`FIRST_METADATA_WAIT_MS_MAX`] after it).
+    started: std::time::Instant,
+    /// Set once the first metadata's wait ran out (said once in the log).
+    unfenced_without_metadata: Cell<bool>,
     store: Option<RefCell<EmbeddedStore>>,
     /// Set when the broker is stopping: listeners close, connections finish
     /// their in-flight requests and close.
@@ -122,6 +127,8 @@ impl BrokerShard {
             handle,
             meta: RefCell::new(meta),
             meta_changed: Notify::new(),
+            started: std::time::Instant::now(),
+            unfenced_without_metadata: Cell::new(false),
             store: store.map(RefCell::new),
             stopping: Cell::new(false),
             stop_signal: Notify::new(),
@@ -146,7 +153,8 @@ impl BrokerShard {
     }
 
     /// In a cluster, waits until the controller's first metadata is here
-    /// (at most [`FIRST_METADATA_WAIT_MS_MAX`]); standalone, returns at once.
+    /// (at most until [`FIRST_METADATA_WAIT_MS_MAX`] after the shard
+    /// started); standalone, returns at once.
     /// Until then the broker knows no controller, no other broker and no
     /// topic: Kafka's brokers are fenced until caught up, and a client
     /// answered sooner would take that for the cluster.
@@ -154,7 +162,7 @@ impl BrokerShard {
         if self.replicas.is_none() {
             return;
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(FIRST_METADATA_WAIT_MS_MAX);
+        let deadline = self.started + std::time::Duration::from_millis(FIRST_METADATA_WAIT_MS_MAX);
         loop {
             let seen = self.meta_changed.generation();
             if self.meta.borrow().version > 0 {
@@ -162,10 +170,12 @@ impl BrokerShard {
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
-                tracing::warn!(
-                    waited_ms = FIRST_METADATA_WAIT_MS_MAX,
-                    "no metadata from the controller yet: answering with this broker alone"
-                );
+                if !self.unfenced_without_metadata.replace(true) {
+                    tracing::warn!(
+                        waited_ms = FIRST_METADATA_WAIT_MS_MAX,
+                        "no metadata from the controller yet: answering with this broker alone"
+                    );
+                }
                 return;
             }
             futures_lite::future::or(self.meta_changed.changed_since(seen), glommio::timer::sleep(left)).await;
@@ -201,7 +211,11 @@ impl BrokerShard {
         self.meta_changed.notify_all();
         for r in replicas.all() {
             let tp = r.log().topic_partition().clone();
-            let configs = meta.topic(&tp.topic).map(|t| t.configs.clone()).unwrap_or_default();
+            // Not read yet (a topic just created): its replica has the
+            // configs it was created with.
+            let Some(configs) = cluster.topic_configs(&tp.topic) else {
+                continue;
+            };
             let config = topic_config::log_config(&self.config.log, &configs);
             if r.log().config() != config {
                 r.log().set_config(config);
@@ -241,7 +255,13 @@ impl BrokerShard {
             // In a cluster, LeaderAndIsr and StopReplica create and delete
             // logs; the metadata is only served.
             if meta.version >= self.meta.borrow().version {
-                *self.meta.borrow_mut() = meta;
+                // Under the install lock, so that a config change applied
+                // meanwhile is not undone by an older snapshot's configs.
+                let mut meta = (*meta).clone();
+                if let Some(cluster) = self.cluster() {
+                    cluster.fill_topic_configs(&mut meta);
+                }
+                *self.meta.borrow_mut() = Arc::new(meta);
                 self.meta_changed.notify_all();
             }
             return Ok(());
@@ -433,7 +453,6 @@ impl BrokerShard {
     }
 }
 
-/// Sends `meta` to every shard and waits until each has applied it.
 /// Has every shard apply the topic configs the cluster knows now.
 pub async fn apply_topic_configs_everywhere(handle: &ShardHandle<BrokerShard>) -> Result<(), EngineError> {
     for s in 0..handle.shard_count() {
@@ -446,6 +465,7 @@ pub async fn apply_topic_configs_everywhere(handle: &ShardHandle<BrokerShard>) -
     Ok(())
 }
 
+/// Sends `meta` to every shard and waits until each has applied it.
 pub async fn broadcast(handle: &ShardHandle<BrokerShard>, meta: Arc<ClusterMeta>) -> Result<(), EngineError> {
     let mut pending = Vec::new();
     for s in 0..handle.shard_count() {

@@ -149,6 +149,14 @@ pub fn place(
         });
     }
     let rf = existing_rf.unwrap_or(manual[0].len());
+    if rf > brokers.len() {
+        // Such a list names a broker twice or an unknown one; refused
+        // before it is searched (its length comes off the wire).
+        return Err(refused(format!(
+            "{rf} replicas a partition, more than the {} registered brokers: one is named twice or unknown",
+            brokers.len()
+        )));
+    }
     for (i, replicas) in manual.iter().enumerate() {
         let p = i64::from(first_partition) + i as i64;
         if replicas.is_empty() {
@@ -242,6 +250,14 @@ mod tests {
         assert!(
             place("t", &manual(&[]), &ids(3), 0, None, (0, 0)).is_err(),
             "no partition"
+        );
+        let long: Vec<i32> = (1..=100_000).collect();
+        assert!(
+            matches!(
+                place("t", &manual(&[&long]), &ids(3), 0, None, (0, 0)),
+                Err(ControllerError::InvalidReplicaAssignment { .. })
+            ),
+            "a list longer than the brokers is refused before it is searched"
         );
     }
 

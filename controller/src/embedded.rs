@@ -117,7 +117,6 @@ impl EmbeddedStore {
         Ok(t)
     }
 
-    /// Grows a topic to `total` partitions.
     /// Grows topic `name` to `total` partitions, placed by hand when
     /// `manual` lists the new ones' replicas.
     pub fn create_partitions(

@@ -54,11 +54,8 @@ pub const VALUE_BYTES_MAX: usize = 1024;
 
 pub fn validate(key: &str, value: &str) -> Result<()> {
     if value.len() > VALUE_BYTES_MAX {
-        return Err(invalid(
-            key,
-            &value[..64.min(value.len())],
-            "value longer than 1024 bytes",
-        ));
+        let shown: String = value.chars().take(64).collect();
+        return Err(invalid(key, &shown, "value longer than 1024 bytes"));
     }
     if value != value.trim() {
         return Err(invalid(key, value, "leading or trailing white space"));
@@ -257,6 +254,15 @@ mod tests {
         assert_eq!(log_config(&base, &o).retention_bytes, -1);
         o.insert("cleanup.policy".to_string(), "compact,delete".to_string());
         assert_eq!(log_config(&base, &o).retention_ms, 1000);
+    }
+
+    #[test]
+    fn a_long_value_is_refused_whatever_its_characters() {
+        let value = format!("{}é{}", "a".repeat(63), "b".repeat(1024));
+        assert!(
+            validate("retention.ms", &value).is_err(),
+            "refused, not a panic on a character boundary"
+        );
     }
 
     #[test]

@@ -57,6 +57,15 @@ async fn follow_session(shared: &ClusterShared, s: &SessionHandle) -> Result<(),
         watcher.changed().await;
         let (changes, next) = s.store.watch_config_changes().await?;
         watcher = next;
+        if let Some(l) = last {
+            // The last one read was deleted as old with newer ones behind
+            // it: some in between may be gone unread.
+            let missed = changes.first().is_some_and(|c| c.sequence > l) && changes.iter().all(|c| c.sequence != l);
+            if missed {
+                tracing::info!("config change notifications were deleted unread: reading every topic's config");
+                shared.set_topic_configs(TopicConfigs::All(s.store.all_topic_configs().await?));
+            }
+        }
         let seen = last;
         for change in changes.iter().filter(|c| seen.is_none_or(|l| c.sequence > l)) {
             let entity = s.store.config_change_entity(change).await?;

@@ -183,30 +183,43 @@ impl ClusterShared {
     pub fn merge_metadata(&self, update: metadata_cache::MetadataUpdate) -> Arc<ClusterMeta> {
         self.controller.store(update.controller.0, Ordering::SeqCst);
         self.note_endpoints(&update.brokers);
+        {
+            let mut configs = self.topic_configs.lock().unwrap_or_else(|p| p.into_inner());
+            for gone in &update.deleted_topics {
+                configs.remove(gone);
+            }
+        }
         let mut m = self.metadata.lock().unwrap_or_else(|p| p.into_inner());
-        let mut meta = m.apply(update);
-        drop(m);
-        self.fill_topic_configs(&mut meta);
-        Arc::new(meta)
+        Arc::new(m.apply(update))
     }
 
-    /// Puts every topic's config overrides into `meta`.
+    /// Puts the config overrides of every topic whose configs were read
+    /// into `meta` (a topic not read yet keeps what `meta` has).
     pub fn fill_topic_configs(&self, meta: &mut ClusterMeta) {
         let configs = self.topic_configs.lock().unwrap_or_else(|p| p.into_inner());
         for (name, t) in meta.topics.iter_mut() {
-            t.configs = configs.get(name).cloned().unwrap_or_default();
+            if let Some(c) = configs.get(name) {
+                t.configs = c.clone();
+            }
         }
     }
 
-    /// A topic's config overrides changed (`None`: every topic's, as read
-    /// at a session's start); tells every shard.
+    /// The config overrides of `topic`, if they were read.
+    pub fn topic_configs(&self, topic: &str) -> Option<BTreeMap<String, String>> {
+        self.topic_configs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(topic)
+            .cloned()
+    }
+
+    /// A topic's config overrides were read (or every topic's, at a
+    /// session's start); tells every shard. A topic without overrides keeps
+    /// an empty entry: its configs are known.
     pub fn set_topic_configs(&self, changed: TopicConfigs) {
         {
             let mut configs = self.topic_configs.lock().unwrap_or_else(|p| p.into_inner());
             match changed {
-                TopicConfigs::One(name, c) if c.is_empty() => {
-                    configs.remove(&name);
-                }
                 TopicConfigs::One(name, c) => {
                     configs.insert(name, c);
                 }

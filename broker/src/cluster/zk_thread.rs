@@ -331,6 +331,8 @@ async fn create_topic(
     let id = ferrite_controller::embedded::random_bytes()?;
     if !validate_only {
         s.store.create_topic(name, &id, &replicas, &configs).await?;
+        // Every broker reads the new topic's configs (none: an empty set).
+        s.store.announce_config_change(&format!("topics/{name}")).await?;
     }
     Ok(TopicMeta {
         name: name.to_string(),

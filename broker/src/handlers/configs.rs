@@ -183,14 +183,17 @@ async fn alter_topic(shard: &Rc<BrokerShard>, name: String, ops: Vec<ConfigOp>, 
     }
 }
 
-/// The first resource named twice, if any.
-fn repeated<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> Option<String> {
+/// The resources named more than once (Kafka refuses those, and alters
+/// the others).
+fn repeated<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> BTreeSet<(i8, String)> {
     let mut seen = BTreeSet::new();
     resources
         .filter(|r| !seen.insert(*r))
-        .map(|(t, n)| format!("resource {t}/{n} appears more than once"))
-        .next()
+        .map(|(t, n)| (t, n.to_string()))
+        .collect()
 }
+
+const REPEATED: &str = "the resource appears more than once in the request";
 
 /// IncrementalAlterConfigs: each resource's operations, all or nothing.
 pub async fn incremental_alter_configs(
@@ -202,13 +205,8 @@ pub async fn incremental_alter_configs(
     let twice = repeated(a.resources.iter().map(|r| (r.resource_type, r.name.as_str())));
     let mut results = Vec::with_capacity(a.resources.len());
     for r in a.resources {
-        if let Some(message) = &twice {
-            results.push(refused(
-                ErrorCode::InvalidRequest,
-                message.clone(),
-                r.resource_type,
-                r.name,
-            ));
+        if twice.contains(&(r.resource_type, r.name.clone())) {
+            results.push(refused(ErrorCode::InvalidRequest, REPEATED, r.resource_type, r.name));
             continue;
         }
         if let Some((code, message)) = unalterable(r.resource_type, &r.name) {
@@ -246,8 +244,8 @@ pub async fn alter_configs(shard: &Rc<BrokerShard>, a: AlterConfigsRequest, flex
     let twice = repeated(a.resources.iter().map(|(t, n, _)| (*t, n.as_str())));
     let mut results = Vec::with_capacity(a.resources.len());
     for (rtype, name, configs) in a.resources {
-        if let Some(message) = &twice {
-            results.push(refused(ErrorCode::InvalidRequest, message.clone(), rtype, name));
+        if twice.contains(&(rtype, name.clone())) {
+            results.push(refused(ErrorCode::InvalidRequest, REPEATED, rtype, name));
             continue;
         }
         if let Some((code, message)) = unalterable(rtype, &name) {

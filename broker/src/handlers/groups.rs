@@ -494,7 +494,7 @@ pub async fn describe_groups(shard: &Rc<BrokerShard>, req: ga::DescribeGroupsReq
                 protocol_type: String::new(),
                 protocol_data: String::new(),
                 members: Vec::new(),
-                authorized_operations: ga::AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations: ops::OMITTED,
             },
         });
     }

@@ -54,7 +54,8 @@ async fn lookup(
                     None => (-1, -1),
                     Some(batch) => match log.offset_for_timestamp(batch.timestamp, end).await {
                         Ok(Some(h)) => (h.offset.0, h.timestamp.0),
-                        Ok(None) => (batch.offset.0, batch.timestamp.0),
+                        // Its batch is past what clients may read.
+                        Ok(None) => (-1, -1),
                         Err(e) => return Err(error_map::engine(&e)),
                     },
                 },

@@ -41,8 +41,8 @@ pub const DELETE_GROUPS_KEY: i16 = 42;
 pub const DELETE_GROUPS_MAX_VERSION: i16 = 2;
 pub const DELETE_GROUPS_FLEXIBLE_FROM: i16 = 2;
 
-/// `authorized_operations` when not requested (or before v3): i32::MIN.
-pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+/// `authorized_operations` when not requested (or before v3).
+pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = super::authorized_operations::OMITTED;
 
 /// The type of every group Ferrite serves (the classic protocol; KIP-848's
 /// `consumer` groups are not built).

@@ -5,12 +5,13 @@
 //! (`{"version":2,"entity_path":"topics/<t>"}`). Every broker watches the
 //! children of `/config/changes` and, when they change, reads again the
 //! configs of the entities that the notifications newer than the last it
-//! read name. A broker whose session starts reads every topic's config.
+//! read name. A broker whose session starts reads every topic's config, and
+//! so does one that finds the last notification it read deleted with newer
+//! ones behind it (it may have missed some). A topic created with configs
+//! is announced too.
 //!
 //! The writer deletes the notifications older than the newest
-//! [`CONFIG_CHANGES_KEPT_MAX`] (Kafka deletes them after 15 minutes); a
-//! broker that fell further behind than that is one whose session expired,
-//! and it reads everything again.
+//! [`CONFIG_CHANGES_KEPT_MAX`] (Kafka deletes them after 15 minutes).
 
 use std::collections::BTreeMap;
 
@@ -109,14 +110,13 @@ impl ZkStore {
         }
     }
 
-    /// Every topic's config overrides (topics without any are left out).
+    /// Every topic's config overrides (an empty map for a topic without
+    /// any).
     pub async fn all_topic_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
         let mut out = BTreeMap::new();
-        for topic in self.children(paths::TOPIC_CONFIGS).await? {
+        for topic in self.children(paths::TOPICS).await? {
             let configs = self.topic_config(&topic).await?;
-            if !configs.is_empty() {
-                out.insert(topic, configs);
-            }
+            out.insert(topic, configs);
         }
         Ok(out)
     }
