@@ -99,12 +99,40 @@ fn a_config_changed_through_one_broker_is_in_force_on_every_broker() {
         leader_bootstrap().is_some_and(|b| produce(&b, "conf", 0, 1, &large).0 == 0)
     });
     assert!(took <= IN_FORCE_WITHIN, "accepted again after {took:?}");
+    // A topic created with configs has them on every broker, and keeps
+    // them when another topic's configs change.
+    wait_for("a topic created with configs", Duration::from_secs(20), || {
+        matches!(
+            create_topic(&first, "born", 1, 3, &[("retention.ms", "777000")]),
+            0 | 36
+        )
+        .then_some(())
+    });
+    for (i, c) in clients.iter_mut().enumerate() {
+        time_until("the creation's retention.ms described", || {
+            described(c, "born", "retention.ms") == ("777000".to_string(), 1)
+        });
+        assert_eq!(described(c, "conf", "retention.ms").0, "123456", "broker {}", i + 1);
+    }
+    alter(&mut clients[0], "conf", "retention.ms", "654321");
+    for (i, c) in clients.iter_mut().enumerate() {
+        time_until("the second change described", || {
+            described(c, "conf", "retention.ms").0 == "654321"
+        });
+        assert_eq!(
+            described(c, "born", "retention.ms"),
+            ("777000".to_string(), 1),
+            "broker {}: another topic's change reset this one",
+            i + 1
+        );
+    }
     // A broker that starts afterwards reads every config at its start.
     drop(clients);
     cluster.broker(3).stop();
     cluster.broker(3).spawn();
     let mut late = Client::connect(cluster.broker(3).addr());
     time_until("the restarted broker describes the change", || {
-        described(&mut late, "conf", "retention.ms") == ("123456".to_string(), 1)
+        described(&mut late, "conf", "retention.ms") == ("654321".to_string(), 1)
+            && described(&mut late, "born", "retention.ms") == ("777000".to_string(), 1)
     });
 }
