@@ -472,11 +472,14 @@ impl PartitionLog {
 
     /// Validates every batch of a record set; returns each one's position in
     /// the set and facts. An empty set is refused.
+    /// `max.message.bytes` bounds what a leader accepts from producers; a
+    /// follower stores what its leader has, whatever the limit is now (a
+    /// limit lowered after a larger batch was appended must not stop its
+    /// replication, as in Kafka).
     fn validate_record_set(&self, records: &[u8], mode: AppendMode) -> Result<Vec<(usize, BatchInfo)>> {
-        let size_max = self.config.borrow().max_message_bytes;
-        let validation = match mode {
-            AppendMode::Leader { .. } => Validation::Producer,
-            AppendMode::Replica => Validation::Stored,
+        let (size_max, validation) = match mode {
+            AppendMode::Leader { .. } => (self.config.borrow().max_message_bytes, Validation::Producer),
+            AppendMode::Replica => (records.len(), Validation::Stored),
         };
         let mut out = Vec::new();
         let mut pos = 0usize;

@@ -223,3 +223,34 @@ fn a_relative_data_dir_serves_partitions() {
         manager.shutdown().await;
     });
 }
+
+/// `max.message.bytes` bounds producers, not replication: a follower whose
+/// topic's limit was lowered still stores a larger batch its leader has
+/// (else it could never catch up and would leave the ISR for good).
+#[test]
+fn a_follower_stores_a_batch_larger_than_the_topics_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = Rc::new(SystemClock);
+        let config = LogConfig {
+            max_message_bytes: 1024,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, clock))
+            .await
+            .unwrap();
+        let large = producer_batch(1, 4000, 0, 1);
+        assert!(
+            log.append(large.clone(), LEADER).await.is_err(),
+            "a producer's batch over the limit is refused"
+        );
+        let mut replicated = large.to_vec();
+        stamp(&mut replicated, Offset(0), LeaderEpoch(0));
+        let info = log
+            .append_replica(bytes::Bytes::from(replicated))
+            .await
+            .expect("the follower stores its leader's batch");
+        assert_eq!(info.first_offset, Offset(0));
+        assert_eq!(log.log_end_offset(), Offset(1));
+    });
+}
