@@ -118,11 +118,7 @@ pub fn run(bootstrap: &str, cmd: TopicsCommand, out: &mut dyn std::io::Write) ->
             check(&name, code, msg)?;
             writeln!(out, "Configs:").map_err(w)?;
             for (k, v, source) in configs {
-                let origin = match source {
-                    1 => "topic",
-                    4 => "broker",
-                    _ => "default",
-                };
+                let origin = crate::cli_configs::source_name(source);
                 writeln!(out, "\t{k}={} ({origin})", v.unwrap_or_default()).map_err(w)?;
             }
         }

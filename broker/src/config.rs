@@ -10,6 +10,7 @@ use ferrite_engine::log_config::LogConfig;
 use ferrite_engine::shard::Pinning;
 use ferrite_engine::WriteMode;
 
+use crate::config_defs;
 use crate::groups::{GroupConfig, OffsetsConfig};
 
 #[derive(Clone, Debug)]
@@ -167,20 +168,6 @@ impl Default for BrokerConfig {
     }
 }
 
-/// Kafka broker keys that Ferrite accepts but that change nothing here.
-const INERT_KEYS: &[&str] = &[
-    "num.network.threads",
-    "num.io.threads",
-    "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes",
-    "num.recovery.threads.per.data.dir",
-    "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr",
-    "zookeeper.connection.timeout.ms",
-    "listener.security.protocol.map",
-    "inter.broker.listener.name",
-];
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: {source}")]
@@ -221,7 +208,7 @@ fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ConfigError> {
 }
 
 fn boolean(key: &str, value: &str) -> Result<bool, ConfigError> {
-    match value {
+    match value.to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),
         _ => Err(invalid(key, value, "expected true or false")),
@@ -342,8 +329,17 @@ impl BrokerConfig {
                 "ferrite.metrics.listen" => {
                     self.metrics_listen = Some(v.parse().map_err(|_| invalid(k, v, "expected host:port"))?)
                 }
-                _ if INERT_KEYS.contains(&k) => {
+                _ if config_defs::INERT_CONFIGS.iter().any(|d| d.name == k) => {
                     tracing::info!(key = k, "accepted; has no effect in Ferrite");
+                }
+                // A topic config's broker default without a field here
+                // (log.cleanup.policy, compression.type, …): kept in
+                // `given`, where DescribeConfigs and the topic logs find it.
+                _ if config_defs::is_topic_synonym(k) => {
+                    if ferrite_controller::broker_config::dynamic(k).is_some() {
+                        ferrite_controller::broker_config::validate(k, Some(v))
+                            .map_err(|e| invalid(k, v, e.to_string()))?;
+                    }
                 }
                 _ => unknown.push(k.to_string()),
             }

@@ -48,6 +48,8 @@ pub fn controller(e: &ControllerError) -> ErrorCode {
         ControllerError::InvalidReplicationFactor { .. } => ErrorCode::InvalidReplicationFactor,
         ControllerError::InvalidReplicaAssignment { .. } => ErrorCode::InvalidReplicaAssignment,
         ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+        // Kafka: "Cannot update these configs dynamically", an invalid request.
+        ControllerError::NotDynamic { .. } => ErrorCode::InvalidRequest,
         ControllerError::Io { .. } | ControllerError::BadFile { .. } => ErrorCode::KafkaStorageError,
         // ZooKeeper unreachable or a znode unreadable: the request may work later.
         ControllerError::Zk { .. } | ControllerError::BadZnode { .. } | ControllerError::Unavailable { .. } => {

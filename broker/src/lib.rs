@@ -4,11 +4,14 @@
 //! Built so far: the protocol codec ([`protocol`]).
 
 pub mod cli_cluster;
+pub mod cli_configs;
 pub mod cli_groups;
 pub mod cli_topics;
 pub mod client;
 pub mod cluster;
 pub mod config;
+pub mod config_defs;
+pub mod config_live;
 pub mod error_map;
 pub mod groups;
 pub mod handlers;

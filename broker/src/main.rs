@@ -49,6 +49,14 @@ enum Command {
         #[command(subcommand)]
         command: ferrite_broker::cli_topics::TopicsCommand,
     },
+    /// Topic configs and dynamic broker configs (over the Kafka protocol).
+    Configs {
+        /// A broker to talk to.
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(subcommand)]
+        command: ferrite_broker::cli_configs::ConfigsCommand,
+    },
     /// Consumer groups: list, describe, delete, reset offsets (over the Kafka protocol).
     Groups {
         /// A broker to talk to (may also follow the subcommand).
@@ -119,7 +127,11 @@ fn config_from(command: Command) -> Result<BrokerConfig, String> {
             pairs.extend(split_overrides(&overrides)?);
             config.apply(&pairs).map_err(|e| e.to_string())?;
         }
-        Command::Topics { .. } | Command::Groups { .. } | Command::Leaders { .. } | Command::Partitions { .. } => {
+        Command::Topics { .. }
+        | Command::Configs { .. }
+        | Command::Groups { .. }
+        | Command::Leaders { .. }
+        | Command::Partitions { .. } => {
             unreachable!("handled before")
         }
     }
@@ -159,6 +171,13 @@ fn main() {
         Command::Leaders { bootstrap, command } => {
             if let Err(e) = ferrite_broker::cli_cluster::run_leaders(&bootstrap, command, &mut std::io::stdout()) {
                 eprintln!("ferrite leaders: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
+        Command::Configs { bootstrap, command } => {
+            if let Err(e) = ferrite_broker::cli_configs::run(&bootstrap, command, &mut std::io::stdout()) {
+                eprintln!("ferrite configs: {e}");
                 std::process::exit(1);
             }
             return;

@@ -16,6 +16,7 @@ use crate::cluster::replicas::ShardReplicas;
 use crate::cluster::zk_thread::ClusterThread;
 use crate::cluster::{ClusterRequest, ClusterShared};
 use crate::config::BrokerConfig;
+use crate::config_live::LiveConfig;
 use crate::shard::{BrokerShard, Stale};
 
 #[derive(Debug, thiserror::Error)]
@@ -57,11 +58,12 @@ fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
     m
 }
 
-/// The log config of a partition found on disk, from the metadata.
-fn config_for(config: &BrokerConfig, meta: &ClusterMeta, tp: &TopicPartition) -> LogConfig {
+/// The log config of a partition found on disk, from the metadata (with
+/// the dynamic broker configs it holds).
+fn config_for(live: &LiveConfig, meta: &ClusterMeta, tp: &TopicPartition) -> LogConfig {
     match meta.topic(&tp.topic) {
-        Some(t) => ferrite_controller::topic_config::log_config(&config.log, &t.configs),
-        None => config.log.clone(),
+        Some(t) => live.topic_log_config(&t.configs),
+        None => live.effective.log.clone(),
     }
 }
 
@@ -110,6 +112,7 @@ impl Server {
                     controller: BrokerId(-1),
                     brokers: vec![broker],
                     topics: Default::default(),
+                    broker_configs: Default::default(),
                 };
                 (Arc::new(meta), None, Some(shared))
             }
@@ -133,14 +136,14 @@ impl Server {
                     None
                 };
                 Box::pin(async move {
-                    let cfg = config.clone();
+                    let live = LiveConfig::compose(&config, meta.broker_configs.clone());
                     let m = meta.clone();
                     let logs = LogManager::open(
                         log_manager_config(&config),
                         id,
                         handle.shard_count(),
                         Rc::new(SystemClock),
-                        &move |tp| config_for(&cfg, &m, tp),
+                        &move |tp| config_for(&live, &m, tp),
                     )
                     .await?;
                     logs.start_background();

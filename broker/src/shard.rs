@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use ferrite_controller::assignment::Placement;
 use ferrite_controller::embedded::{ConfigOp, EmbeddedStore};
-use ferrite_controller::topic_config;
 use ferrite_controller::{BrokerId, ClusterMeta, ControllerError, TopicMeta};
 use ferrite_engine::log_manager::{shard_for, LogManager};
 use ferrite_engine::notify::Notify;
@@ -26,6 +25,7 @@ use ferrite_engine::{EngineError, LogConfig, PartitionLog, ShardId, TopicPartiti
 use crate::cluster::replicas::ShardReplicas;
 use crate::cluster::ClusterShared;
 use crate::config::BrokerConfig;
+use crate::config_live::LiveConfig;
 use crate::groups::GroupCoordinator;
 use crate::producer_ids::ProducerIds;
 
@@ -105,6 +105,8 @@ pub struct BrokerShard {
     pub producer_ids: ProducerIds,
     /// Produce responses answered (for `ferrite.fault.produce.drop.response.every`).
     produce_answers: Cell<u64>,
+    /// The settings in force: `config` with the dynamic broker configs over it.
+    live: RefCell<Rc<LiveConfig>>,
 }
 
 impl BrokerShard {
@@ -122,6 +124,7 @@ impl BrokerShard {
             groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
             producer_ids: ProducerIds::default(),
             produce_answers: Cell::new(0),
+            live: RefCell::new(Rc::new(LiveConfig::compose(&config, meta.broker_configs.clone()))),
             config,
             logs,
             handle,
@@ -190,9 +193,30 @@ impl BrokerShard {
         BrokerId(self.config.broker_id)
     }
 
-    /// The log config of a topic: broker defaults plus its overrides.
+    /// The log config of a topic: broker defaults in force plus its overrides.
     pub fn topic_log_config(&self, topic: &TopicMeta) -> LogConfig {
-        topic_config::log_config(&self.config.log, &topic.configs)
+        self.live().topic_log_config(&topic.configs)
+    }
+
+    /// The settings in force (see `config_live`).
+    pub fn live(&self) -> Rc<LiveConfig> {
+        self.live.borrow().clone()
+    }
+
+    pub(crate) fn set_live(&self, live: Rc<LiveConfig>) {
+        *self.live.borrow_mut() = live;
+    }
+
+    /// Runs `f` on the embedded store (shard 0 of a standalone broker).
+    pub(crate) fn with_store<T>(
+        &self,
+        f: impl FnOnce(&mut EmbeddedStore) -> Result<T, ControllerError>,
+    ) -> Result<T, ControllerError> {
+        let store = self.store.as_ref().ok_or_else(|| ControllerError::Unavailable {
+            reason: "the embedded store is on shard 0".into(),
+        })?;
+        let mut store = store.borrow_mut();
+        f(&mut store)
     }
 
     /// In a cluster: takes the topic configs the cluster thread read into
@@ -207,6 +231,7 @@ impl BrokerShard {
         };
         let mut meta = (*self.meta()).clone();
         cluster.fill_topic_configs(&mut meta);
+        let live = self.refresh_live(&meta.broker_configs);
         *self.meta.borrow_mut() = Arc::new(meta.clone());
         self.meta_changed.notify_all();
         for r in replicas.all() {
@@ -216,11 +241,14 @@ impl BrokerShard {
             let Some(configs) = cluster.topic_configs(&tp.topic) else {
                 continue;
             };
-            let config = topic_config::log_config(&self.config.log, &configs);
+            let config = live.topic_log_config(&configs);
             if r.log().config() != config {
                 r.log().set_config(config);
             }
-            if let Err(e) = r.set_config(replicas.replica_config(&configs)).await {
+            if let Err(e) = r
+                .set_config(replicas.replica_config(&configs, live.min_insync_replicas()))
+                .await
+            {
                 tracing::warn!(%tp, error = %e, "applying a topic's config to its replica");
             }
         }
@@ -266,6 +294,7 @@ impl BrokerShard {
             }
             return Ok(());
         }
+        self.refresh_live(&meta.broker_configs);
         *self.meta.borrow_mut() = meta.clone();
         self.meta_changed.notify_all();
         let me = self.broker_id();

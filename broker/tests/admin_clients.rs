@@ -11,6 +11,7 @@ fn run(b: &Broker, mode: &str) -> String {
     let python = std::env::var("FERRITE_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/admin.py");
     let out = Command::new(&python)
+        .env("FERRITE_BIN", env!("CARGO_BIN_EXE_ferrite"))
         .arg(script)
         .arg(b.bootstrap())
         .arg(mode)
@@ -64,4 +65,16 @@ fn static_members_expire_on_time_and_their_group_can_then_be_deleted() {
 #[test]
 fn groups_are_listed_by_type_and_state_and_operations_described_when_asked() {
     run(&Broker::start(&[]), "groups-and-operations");
+}
+
+/// Dynamic broker configs through confluent-kafka's AdminClient: set,
+/// described, in force on the next produce, refused where Kafka refuses
+/// them, and kept across a restart (the embedded store has them).
+#[test]
+fn dynamic_broker_configs_take_effect_at_once_and_survive_a_restart() {
+    let mut b = Broker::start(&[]);
+    run(&b, "broker-configs");
+    b.stop();
+    b.spawn();
+    run(&b, "broker-configs-kept");
 }

@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::assignment::{self, Placement};
+use crate::broker_config::{self, BrokerEntity};
 use crate::error::{ControllerError, Result};
 use crate::metadata::{BrokerId, BrokerMeta, ClusterMeta, PartitionMeta, TopicMeta};
 use crate::topic;
@@ -56,6 +57,7 @@ impl EmbeddedStore {
                 controller: broker.id,
                 brokers: vec![broker],
                 topics: BTreeMap::new(),
+                broker_configs: BTreeMap::new(),
             },
             Err(e) => return Err(io("open metadata", &path, e)),
         };
@@ -165,6 +167,27 @@ impl EmbeddedStore {
             self.save()?;
         }
         Ok(t)
+    }
+
+    /// Applies dynamic config changes to a broker (or to the cluster's
+    /// default), all or nothing; returns the entity's configs after.
+    pub fn alter_broker_configs(
+        &mut self,
+        entity: BrokerEntity,
+        ops: &[ConfigOp],
+        validate_only: bool,
+    ) -> Result<BTreeMap<String, String>> {
+        let mut configs = self.meta.broker_configs.get(&entity).cloned().unwrap_or_default();
+        broker_config::apply_ops(&mut configs, ops)?;
+        if !validate_only {
+            if configs.is_empty() {
+                self.meta.broker_configs.remove(&entity);
+            } else {
+                self.meta.broker_configs.insert(entity, configs.clone());
+            }
+            self.save()?;
+        }
+        Ok(configs)
     }
 
     /// Reserves the next block of producer ids (persisted before it is

@@ -22,6 +22,9 @@ pub enum ControllerError {
     InvalidReplicationFactor { topic: String, factor: i64, live: usize },
     #[error("invalid config {key}={value}: {reason}")]
     InvalidConfig { key: String, value: String, reason: String },
+    /// A broker setting read at start only (a dynamic change names it).
+    #[error("cannot update {key} dynamically: set it in server.properties and restart the broker")]
+    NotDynamic { key: String },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,

@@ -13,6 +13,7 @@
 
 pub mod assignment;
 pub mod balance;
+pub mod broker_config;
 pub mod control;
 pub mod driver;
 pub mod election;

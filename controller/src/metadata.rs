@@ -47,6 +47,10 @@ pub struct ClusterMeta {
     pub controller: BrokerId,
     pub brokers: Vec<BrokerMeta>,
     pub topics: BTreeMap<String, TopicMeta>,
+    /// Dynamic broker configs (per broker and the cluster's default; see
+    /// [`broker_config`](crate::broker_config)).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub broker_configs: crate::broker_config::BrokerConfigs,
 }
 
 impl TopicMeta {

@@ -15,6 +15,8 @@ pub enum ConfigKind {
     Boolean,
     String,
     Int,
+    /// A 16-bit integer (broker settings only: no topic config is one).
+    Short,
     Long,
     Double,
     List,
@@ -27,6 +29,7 @@ impl ConfigKind {
             ConfigKind::Boolean => 1,
             ConfigKind::String => 2,
             ConfigKind::Int => 3,
+            ConfigKind::Short => 4,
             ConfigKind::Long => 5,
             ConfigKind::Double => 6,
             ConfigKind::List => 7,
@@ -201,6 +204,7 @@ impl TopicConfigDef {
                 return Some("not true or false".into())
             }
             ConfigKind::Int if value.parse::<i32>().is_err() => return Some("not a 32-bit integer".into()),
+            ConfigKind::Short if value.parse::<i16>().is_err() => return Some("not a 16-bit integer".into()),
             ConfigKind::Long if value.parse::<i64>().is_err() => return Some("not a 64-bit integer".into()),
             ConfigKind::Double if value.parse::<f64>().map_or(true, |v| !v.is_finite()) => {
                 return Some("not a number".into())

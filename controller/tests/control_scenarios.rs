@@ -7,6 +7,7 @@
 mod sim;
 
 use ferrite_controller::control::*;
+use ferrite_controller::election::UncleanElection;
 use ferrite_controller::metadata::BrokerId;
 use ferrite_controller::partition_state::{ControllerEpoch, Versioned, ZkVersion};
 use sim::*;
@@ -161,6 +162,46 @@ fn offline_partition_waits_for_an_isr_member_unless_unclean() {
     let s = c.state("t", 0);
     assert_eq!(s.leader, Some(second));
     assert_eq!(s.isr, vec![second]);
+}
+
+#[test]
+fn the_broker_wide_unclean_setting_elects_unless_the_topic_says_otherwise() {
+    let mut c = Cluster::new(3, ControllerConfig::default());
+    c.create_topic("t", 1, 2, 0);
+    let mut configs = std::collections::BTreeMap::new();
+    configs.insert("unclean.leader.election.enable".to_string(), "false".to_string());
+    c.create_topic("keep", 1, 2, 0);
+    let replicas = c.zk.topics["t"].replicas[0].clone();
+    let keep = c.zk.topics["keep"].replicas[0].clone();
+    assert_eq!(replicas, keep, "both topics on the same brokers");
+    // In ZooKeeper (a controller elected later reads it there) and told.
+    c.zk.topics.get_mut("keep").expect("keep").configs = configs.clone();
+    c.run(Event::TopicConfigChanged {
+        topic: "keep".into(),
+        configs,
+    });
+    let (first, second) = (replicas[0], replicas[1]);
+    c.leaders_expand_isr = false;
+    c.kill(second);
+    c.restart(second);
+    c.kill(first);
+    assert_eq!(c.state("t", 0).leader, None);
+    assert_eq!(
+        c.state("keep", 0).leader,
+        None,
+        "keep offline: {:?}",
+        c.state("keep", 0)
+    );
+    // Off again, explicitly: nothing moves.
+    c.run(Event::BrokerUncleanChanged {
+        unclean: Some(UncleanElection::Disabled),
+    });
+    assert_eq!(c.state("t", 0).leader, None);
+    c.run(Event::BrokerUncleanChanged {
+        unclean: Some(UncleanElection::Enabled),
+    });
+    assert_eq!(c.state("t", 0).leader, Some(second), "the broker-wide setting elects");
+    assert_eq!(c.state("keep", 0).leader, None, "the topic's own false wins");
 }
 
 #[test]

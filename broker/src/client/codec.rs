@@ -416,9 +416,14 @@ pub fn decode_create_partitions(r: &mut Reader) -> WireResult<Vec<(String, i16, 
 // ---- DescribeConfigs v1, IncrementalAlterConfigs v0 ----
 
 pub fn describe_topic_configs(w: &mut Writer, topic: &str) {
+    describe_configs(w, 2, topic);
+}
+
+/// DescribeConfigs of one resource (2: topic, 4: broker), every config.
+pub fn describe_configs(w: &mut Writer, resource_type: i8, name: &str) {
     w.array_len(false, Some(1));
-    w.i8(2);
-    w.string(false, topic);
+    w.i8(resource_type);
+    w.string(false, name);
     w.array_len(false, None);
     w.bool(false);
 }
@@ -460,9 +465,15 @@ pub fn decode_describe_configs(r: &mut Reader) -> WireResult<DescribedConfigs> {
 
 /// Sets (`Some`) or deletes (`None`) topic configs.
 pub fn alter_topic_configs(w: &mut Writer, topic: &str, changes: &[(String, Option<String>)]) {
+    alter_configs(w, 2, topic, changes);
+}
+
+/// IncrementalAlterConfigs of one resource: SET where a value is given,
+/// DELETE where not.
+pub fn alter_configs(w: &mut Writer, resource_type: i8, name: &str, changes: &[(String, Option<String>)]) {
     w.array_len(false, Some(1));
-    w.i8(2);
-    w.string(false, topic);
+    w.i8(resource_type);
+    w.string(false, name);
     w.array_len(false, Some(changes.len()));
     for (k, v) in changes {
         w.string(false, k);

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use ferrite_controller::{topic_config, ControllerError, TopicMeta};
 
-use super::{ClusterRequest, TopicConfigs};
+use ferrite_controller::broker_config::BrokerEntity;
+use ferrite_controller::embedded::ConfigOp;
+
+use super::{BrokerConfigsRead, ClusterRequest, ClusterShared, TopicConfigs};
 use crate::shard::{AdminError, AdminOp, BrokerShard};
 
 /// The longest an admin request waits for its change to reach the metadata.
@@ -139,5 +142,31 @@ impl BrokerShard {
                 Ok(topic)
             }
         }
+    }
+
+    /// Changes one entity's dynamic broker configs in ZooKeeper; in force
+    /// on this broker before the answer, on the others once they read the
+    /// change notification.
+    pub(crate) async fn cluster_alter_broker_configs(
+        self: &Rc<Self>,
+        cluster: &ClusterShared,
+        entity: BrokerEntity,
+        ops: Vec<ConfigOp>,
+        validate_only: bool,
+    ) -> Result<(), AdminError> {
+        let configs = cluster
+            .ask(|reply| ClusterRequest::AlterBrokerConfigs {
+                entity,
+                ops,
+                validate_only,
+                reply,
+            })
+            .await
+            .ok_or_else(gone)??;
+        if !validate_only {
+            cluster.set_broker_configs(BrokerConfigsRead::One(entity, configs));
+            crate::shard::apply_topic_configs_everywhere(&self.handle).await?;
+        }
+        Ok(())
     }
 }

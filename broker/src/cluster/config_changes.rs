@@ -1,7 +1,8 @@
-//! Following topic config changes on the cluster thread: at each session's
-//! start every topic's config is read; then each notification under
-//! `/config/changes` (`ferrite_controller::zk::config_changes`) newer than
-//! the last one read makes the broker read the config of the topic it
+//! Following config changes on the cluster thread: at each session's
+//! start every topic's config and every dynamic broker config is read;
+//! then each notification under `/config/changes`
+//! (`ferrite_controller::zk::config_changes`) newer than the last one read
+//! makes the broker read the config of the topic or broker entity it
 //! names. What is read goes to [`ClusterShared`], which tells the shards;
 //! each applies it to its logs, replicas and metadata (see
 //! `BrokerShard::apply_topic_configs`).
@@ -10,11 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrite_controller::driver::SessionHandle;
+use ferrite_controller::zk::broker_configs::broker_entity_of;
 use ferrite_controller::zk::config_changes::topic_of;
 use ferrite_controller::ControllerError;
 use tokio::sync::watch;
 
-use super::{ClusterShared, TopicConfigs};
+use super::{BrokerConfigsRead, ClusterShared, TopicConfigs};
 
 /// Pause before following again after a ZooKeeper error.
 const RETRY_MS: u64 = 1_000;
@@ -52,6 +54,7 @@ async fn follow_session(shared: &ClusterShared, s: &SessionHandle) -> Result<(),
     // both, never in neither.
     let (changes, mut watcher) = s.store.watch_config_changes().await?;
     let mut last = changes.last().map(|c| c.sequence);
+    shared.set_broker_configs(BrokerConfigsRead::All(s.store.all_broker_configs().await?));
     shared.set_topic_configs(TopicConfigs::All(s.store.all_topic_configs().await?));
     loop {
         watcher.changed().await;
@@ -62,7 +65,8 @@ async fn follow_session(shared: &ClusterShared, s: &SessionHandle) -> Result<(),
             // it: some in between may be gone unread.
             let missed = changes.first().is_some_and(|c| c.sequence > l) && changes.iter().all(|c| c.sequence != l);
             if missed {
-                tracing::info!("config change notifications were deleted unread: reading every topic's config");
+                tracing::info!("config change notifications were deleted unread: reading every config");
+                shared.set_broker_configs(BrokerConfigsRead::All(s.store.all_broker_configs().await?));
                 shared.set_topic_configs(TopicConfigs::All(s.store.all_topic_configs().await?));
             }
         }
@@ -73,6 +77,11 @@ async fn follow_session(shared: &ClusterShared, s: &SessionHandle) -> Result<(),
                 let configs = s.store.topic_config(topic).await?;
                 tracing::info!(%topic, ?configs, "topic config changed");
                 shared.set_topic_configs(TopicConfigs::One(topic.to_string(), configs));
+            }
+            if let Some(entity) = entity.as_deref().and_then(broker_entity_of) {
+                let configs = s.store.broker_config(entity).await?;
+                tracing::info!(entity = %entity.name(), ?configs, "dynamic broker config changed");
+                shared.set_broker_configs(BrokerConfigsRead::One(entity, configs));
             }
             last = Some(change.sequence);
         }

@@ -92,6 +92,8 @@ impl MetaCache {
             controller: self.controller,
             brokers: self.brokers.clone(),
             topics,
+            // Filled from ZooKeeper by the shards (`fill_topic_configs`).
+            broker_configs: Default::default(),
         }
     }
 }

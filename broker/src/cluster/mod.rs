@@ -28,6 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ferrite_controller::assignment::Placement;
+use ferrite_controller::broker_config::{BrokerConfigs, BrokerEntity};
+use ferrite_controller::embedded::ConfigOp;
 use ferrite_controller::partition_state::{ControllerEpoch, PartitionState};
 use ferrite_controller::{BrokerId, BrokerMeta, ClusterMeta, ControllerError, TopicMeta};
 use ferrite_engine::TopicPartition;
@@ -73,6 +75,14 @@ pub enum ClusterRequest {
         configs: BTreeMap<String, String>,
         reply: oneshot::Sender<Result<(), ControllerError>>,
     },
+    /// Changes one entity's dynamic broker configs (all or nothing) and
+    /// announces the change; answers the entity's configs after it.
+    AlterBrokerConfigs {
+        entity: BrokerEntity,
+        ops: Vec<ConfigOp>,
+        validate_only: bool,
+        reply: oneshot::Sender<Result<BTreeMap<String, String>, ControllerError>>,
+    },
     /// A topic's config overrides (for the log a LeaderAndIsr creates).
     TopicConfig {
         name: String,
@@ -100,6 +110,12 @@ pub enum ClusterRequest {
 }
 
 /// A change to the topic configs a broker knows.
+/// Dynamic broker configs read from ZooKeeper.
+pub enum BrokerConfigsRead {
+    One(BrokerEntity, BTreeMap<String, String>),
+    All(BrokerConfigs),
+}
+
 pub enum TopicConfigs {
     One(String, BTreeMap<String, String>),
     All(BTreeMap<String, BTreeMap<String, String>>),
@@ -123,6 +139,9 @@ pub struct ClusterShared {
     topic_configs: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
     /// One per shard: told (coalesced) when a topic's configs changed.
     config_listeners: Mutex<Vec<async_channel::Sender<()>>>,
+    /// The dynamic broker configs (`/config/brokers/*`), followed like the
+    /// topic configs.
+    broker_configs: Mutex<BrokerConfigs>,
     /// Brokers' endpoints, from UpdateMetadata and LeaderAndIsr.
     endpoints: Mutex<BTreeMap<BrokerId, BrokerMeta>>,
     origin: Instant,
@@ -141,6 +160,7 @@ impl ClusterShared {
             metadata: Mutex::new(MetaCache::default()),
             topic_configs: Mutex::new(BTreeMap::new()),
             config_listeners: Mutex::new(Vec::new()),
+            broker_configs: Mutex::new(BrokerConfigs::new()),
             endpoints: Mutex::new(BTreeMap::new()),
             origin: Instant::now(),
         }
@@ -202,6 +222,33 @@ impl ClusterShared {
                 t.configs = c.clone();
             }
         }
+        meta.broker_configs = self.broker_configs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    }
+
+    /// Dynamic broker configs were read: one entity's (`Some`), or every
+    /// entity's at a session's start; tells every shard.
+    pub fn set_broker_configs(&self, changed: BrokerConfigsRead) {
+        {
+            let mut configs = self.broker_configs.lock().unwrap_or_else(|p| p.into_inner());
+            match changed {
+                BrokerConfigsRead::One(entity, c) if c.is_empty() => {
+                    configs.remove(&entity);
+                }
+                BrokerConfigsRead::One(entity, c) => {
+                    configs.insert(entity, c);
+                }
+                BrokerConfigsRead::All(all) => *configs = all,
+            }
+        }
+        self.tell_config_listeners();
+    }
+
+    fn tell_config_listeners(&self) {
+        for l in self.config_listeners.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            // Full: a change is already waiting to be applied, which reads
+            // the newest configs.
+            let _ = l.try_send(());
+        }
     }
 
     /// The config overrides of `topic`, if they were read.
@@ -226,11 +273,7 @@ impl ClusterShared {
                 TopicConfigs::All(all) => *configs = all,
             }
         }
-        for l in self.config_listeners.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            // Full: a change is already waiting to be applied, which reads
-            // the newest configs.
-            let _ = l.try_send(());
-        }
+        self.tell_config_listeners();
     }
 
     /// What a shard listens on for config changes.

@@ -83,11 +83,13 @@ impl ShardReplicas {
         self.replicas.borrow().values().cloned().collect()
     }
 
-    pub fn replica_config(&self, configs: &BTreeMap<String, String>) -> ReplicaConfig {
+    /// A replica's config: the topic's `min.insync.replicas`, else the
+    /// broker's in force (`broker_min_isr`).
+    pub fn replica_config(&self, configs: &BTreeMap<String, String>, broker_min_isr: usize) -> ReplicaConfig {
         let min_isr = configs
             .get("min.insync.replicas")
             .and_then(|v| v.parse().ok())
-            .unwrap_or(self.cluster.config.min_insync_replicas);
+            .unwrap_or(broker_min_isr);
         ReplicaConfig {
             min_insync_replicas: min_isr,
             replica_lag_time_max_ms: self.cluster.config.replica_lag_time_max_ms,
@@ -114,7 +116,8 @@ impl ShardReplicas {
                     .await
                     .and_then(|r| r.ok())
                     .unwrap_or_default();
-                let log_config = ferrite_controller::topic_config::log_config(&shard.config.log, &configs);
+                let live = shard.live();
+                let log_config = live.topic_log_config(&configs);
                 let log = match shard.logs.get(&tp) {
                     Some(log) => log,
                     None => shard.logs.get_or_create(&tp, log_config).await?,
@@ -124,7 +127,7 @@ impl ShardReplicas {
                 let r = Rc::new(LocalReplica::new(
                     log,
                     self.cluster.local.id,
-                    self.replica_config(&configs),
+                    self.replica_config(&configs, live.min_insync_replicas()),
                     start,
                     links,
                 ));

@@ -243,6 +243,18 @@ async fn serve(
             };
             let _ = reply.send(r);
         }
+        ClusterRequest::AlterBrokerConfigs {
+            entity,
+            ops,
+            validate_only,
+            reply,
+        } => {
+            let r = match session {
+                Some(s) => s.store.alter_broker_config(entity, &ops, validate_only).await,
+                None => Err(no_session()),
+            };
+            let _ = reply.send(r);
+        }
         ClusterRequest::TopicConfig { name, reply } => {
             let r = match session {
                 Some(s) => s.store.topic_config(&name).await,

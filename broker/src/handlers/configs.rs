@@ -1,17 +1,24 @@
-//! Topic configs: DescribeConfigs (every Kafka 3.9 topic config, with its
-//! value, source, synonyms and documentation), AlterConfigs (the whole set
-//! of a topic's overrides) and IncrementalAlterConfigs (SET, DELETE, APPEND,
-//! SUBTRACT). Changes go through the metadata store like other admin
-//! operations (see `admin.rs`).
+//! Topic and broker configs: DescribeConfigs (every Kafka 3.9 topic config,
+//! every broker setting, each with its value, source, synonyms and
+//! documentation), AlterConfigs (the whole set of a topic's overrides or a
+//! broker entity's dynamic configs) and IncrementalAlterConfigs (SET,
+//! DELETE, APPEND, SUBTRACT). Topic changes go through the metadata store
+//! like other admin operations (see `admin.rs`); broker changes through
+//! `config_live.rs`. A BROKER resource names this broker's id (its own
+//! dynamic configs) or is empty (the cluster's default); another broker's
+//! id is refused, as Kafka does: clients send it to that broker.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use ferrite_controller::broker_config::BrokerEntity;
 use ferrite_controller::embedded::ConfigOp;
-use ferrite_controller::topic_config_defs::{TopicConfigDef, TOPIC_CONFIGS};
-use ferrite_controller::TopicMeta;
+use ferrite_controller::topic_config_defs::{ConfigKind, TopicConfigDef, TOPIC_CONFIGS};
+use ferrite_controller::{BrokerId, TopicMeta};
 use ferrite_engine::log_config;
 
+use crate::config_defs;
+use crate::config_live::LiveConfig;
 use crate::error_map;
 use crate::protocol::configs::{
     encode_alter, encode_describe, AlterConfigsRequest, ConfigEntry, ConfigSource, ConfigSynonym,
@@ -29,33 +36,45 @@ struct Include {
     documentation: bool,
 }
 
-/// The broker's own value of a topic config, and whether a setting given
-/// at start (a synonym) made it so.
-fn broker_value(shard: &BrokerShard, d: &TopicConfigDef) -> (String, Option<(&'static str, String)>) {
-    let given = d
+/// The broker's own value of a topic config in force, and the broker
+/// settings behind it, most specific first (each synonym at each level:
+/// this broker's dynamic value, the dynamic default, the start-up value).
+fn broker_value(shard: &BrokerShard, live: &LiveConfig, d: &TopicConfigDef) -> (String, Vec<ConfigSynonym>) {
+    let behind: Vec<ConfigSynonym> = d
         .synonyms
         .iter()
-        .find_map(|s| shard.config.given.get(*s).map(|v| (*s, v.clone())));
-    let value = match shard.config.log.get(d.name) {
+        .flat_map(|s| {
+            live.layers(&shard.config, s)
+                .into_iter()
+                .map(move |(source, v)| synonym(s, &v, source))
+        })
+        .collect();
+    let value = match live.effective.log.get(d.name) {
         // The engine's settings hold the broker's value in the topic's unit
         // (log.retention.hours given, retention.ms described).
         Some(v) if log_config::KEYS.contains(&d.name) => v,
-        _ => given
-            .as_ref()
-            .map(|(_, v)| v.clone())
+        _ => behind
+            .first()
+            .and_then(|s| s.value.clone())
             .unwrap_or_else(|| d.default.to_string()),
     };
-    (value, given)
+    (value, behind)
 }
 
 /// One topic config as DescribeConfigs shows it: the topic's override, else
 /// the broker's value, with the values behind it most specific first.
-fn describe_one(shard: &BrokerShard, topic: &TopicMeta, d: &TopicConfigDef, include: Include) -> ConfigEntry {
-    let (broker, given) = broker_value(shard, d);
+fn describe_one(
+    shard: &BrokerShard,
+    live: &LiveConfig,
+    topic: &TopicMeta,
+    d: &TopicConfigDef,
+    include: Include,
+) -> ConfigEntry {
+    let (broker, behind) = broker_value(shard, live, d);
     let over = topic.configs.get(d.name);
-    let (value, source) = match (over, &given) {
+    let (value, source) = match (over, behind.first()) {
         (Some(v), _) => (v.clone(), ConfigSource::DynamicTopic),
-        (None, Some(_)) => (broker, ConfigSource::StaticBroker),
+        (None, Some(s)) => (broker, s.source),
         (None, None) => (broker, ConfigSource::Default),
     };
     let mut synonyms = Vec::new();
@@ -63,9 +82,7 @@ fn describe_one(shard: &BrokerShard, topic: &TopicMeta, d: &TopicConfigDef, incl
         if let Some(v) = over {
             synonyms.push(synonym(d.name, v, ConfigSource::DynamicTopic));
         }
-        if let Some((name, v)) = &given {
-            synonyms.push(synonym(name, v, ConfigSource::StaticBroker));
-        }
+        synonyms.extend(behind);
         if let Some(primary) = d.synonyms.first() {
             synonyms.push(synonym(primary, d.default, ConfigSource::Default));
         }
@@ -90,6 +107,10 @@ fn synonym(name: &str, value: &str, source: ConfigSource) -> ConfigSynonym {
     }
 }
 
+fn wanted(keys: &Option<Vec<String>>, name: &str) -> bool {
+    keys.as_ref().is_none_or(|k| k.iter().any(|x| x == name))
+}
+
 fn topic_entries(
     shard: &BrokerShard,
     name: &str,
@@ -98,14 +119,101 @@ fn topic_entries(
 ) -> Option<Vec<ConfigEntry>> {
     let meta = shard.meta();
     let topic = meta.topic(name)?;
-    let wanted = |d: &&TopicConfigDef| keys.as_ref().is_none_or(|k| k.iter().any(|x| x == d.name));
+    let live = shard.live();
     Some(
         TOPIC_CONFIGS
             .iter()
-            .filter(wanted)
-            .map(|d| describe_one(shard, topic, d, include))
+            .filter(|d| wanted(keys, d.name))
+            .map(|d| describe_one(shard, &live, topic, d, include))
             .collect(),
     )
+}
+
+/// One broker setting as DescribeConfigs shows it on a broker resource.
+fn broker_entry(shard: &BrokerShard, live: &LiveConfig, d: &config_defs::Described, include: Include) -> ConfigEntry {
+    let layers = live.layers(&shard.config, d.name);
+    let (value, source) = match layers.first() {
+        Some((source, v)) => (Some(v.clone()), *source),
+        None => (d.default.map(str::to_string), ConfigSource::Default),
+    };
+    let mut synonyms = Vec::new();
+    if include.synonyms {
+        synonyms.extend(layers.iter().map(|(source, v)| synonym(d.name, v, *source)));
+        if let Some(default) = d.default {
+            synonyms.push(synonym(d.name, default, ConfigSource::Default));
+        }
+    }
+    ConfigEntry {
+        name: d.name.to_string(),
+        value,
+        read_only: !d.dynamic,
+        source,
+        is_sensitive: false,
+        synonyms,
+        config_type: d.kind.code(),
+        documentation: include.documentation.then(|| d.doc.clone()),
+    }
+}
+
+/// Which broker entity a BROKER resource names, as this broker serves it:
+/// its own id, or the empty name for the cluster's default (Kafka answers
+/// another broker's id with INVALID_REQUEST: that broker serves it).
+pub(super) fn broker_entity(shard: &BrokerShard, name: &str) -> Result<BrokerEntity, String> {
+    if name.is_empty() {
+        return Ok(BrokerEntity::Default);
+    }
+    match name.parse::<i32>() {
+        Ok(id) if id == shard.config.broker_id => Ok(BrokerEntity::Broker(BrokerId(id))),
+        _ => Err(format!(
+            "unexpected broker id: expected {} or an empty string, got {name:?}",
+            shard.config.broker_id
+        )),
+    }
+}
+
+/// A BROKER resource: every setting for this broker's id, the dynamic
+/// defaults for the empty name.
+fn broker_entries(
+    shard: &BrokerShard,
+    entity: BrokerEntity,
+    keys: &Option<Vec<String>>,
+    include: Include,
+) -> Vec<ConfigEntry> {
+    let live = shard.live();
+    let all = config_defs::all();
+    match entity {
+        BrokerEntity::Broker(_) => all
+            .iter()
+            .filter(|d| wanted(keys, d.name))
+            .map(|d| broker_entry(shard, &live, d, include))
+            .collect(),
+        BrokerEntity::Default => {
+            let defaults = live.dynamic.get(&BrokerEntity::Default).cloned().unwrap_or_default();
+            defaults
+                .iter()
+                .filter(|(k, _)| wanted(keys, k))
+                .map(|(k, v)| {
+                    let d = all.iter().find(|d| d.name == k.as_str());
+                    ConfigEntry {
+                        name: k.clone(),
+                        value: Some(v.clone()),
+                        read_only: false,
+                        source: ConfigSource::DynamicDefaultBroker,
+                        is_sensitive: false,
+                        synonyms: if include.synonyms {
+                            vec![synonym(k, v, ConfigSource::DynamicDefaultBroker)]
+                        } else {
+                            Vec::new()
+                        },
+                        config_type: d.map_or(ConfigKind::String.code(), |d| d.kind.code()),
+                        documentation: include
+                            .documentation
+                            .then(|| d.map(|d| d.doc.clone()).unwrap_or_default()),
+                    }
+                })
+                .collect()
+        }
+    }
 }
 
 pub fn describe_configs(
@@ -133,7 +241,13 @@ pub fn describe_configs(
                 Some(c) => res.configs = c,
                 None => res.error = ErrorCode::UnknownTopicOrPartition.code(),
             },
-            RESOURCE_BROKER => {}
+            RESOURCE_BROKER => match broker_entity(shard, &r.name) {
+                Ok(entity) => res.configs = broker_entries(shard, entity, &r.keys, include),
+                Err(message) => {
+                    res.error = ErrorCode::InvalidRequest.code();
+                    res.error_message = Some(message);
+                }
+            },
             _ => {
                 res.error = ErrorCode::InvalidRequest.code();
                 res.error_message = Some(format!("resource type {} is not supported", r.resource_type));
@@ -151,18 +265,15 @@ fn refused(code: ErrorCode, message: impl Into<String>, rtype: i8, name: String)
     (code.code(), Some(message.into()), rtype, name)
 }
 
-/// Why a resource of this type cannot be altered, if it cannot.
-fn unalterable(rtype: i8, name: &str) -> Option<(ErrorCode, String)> {
+/// Why a resource cannot be altered here, if it cannot.
+fn unalterable(shard: &BrokerShard, rtype: i8, name: &str) -> Option<(ErrorCode, String)> {
     match rtype {
         RESOURCE_TOPIC if name.is_empty() => Some((
             ErrorCode::InvalidRequest,
             "default topic resources are not allowed".into(),
         )),
         RESOURCE_TOPIC => None,
-        RESOURCE_BROKER => Some((
-            ErrorCode::InvalidRequest,
-            "broker configs cannot be changed while running yet: set them in server.properties".into(),
-        )),
+        RESOURCE_BROKER => broker_entity(shard, name).err().map(|m| (ErrorCode::InvalidRequest, m)),
         other => Some((
             ErrorCode::InvalidRequest,
             format!("resource type {other} cannot be altered"),
@@ -170,16 +281,30 @@ fn unalterable(rtype: i8, name: &str) -> Option<(ErrorCode, String)> {
     }
 }
 
-/// Carries out `ops` on topic `name`.
-async fn alter_topic(shard: &Rc<BrokerShard>, name: String, ops: Vec<ConfigOp>, validate_only: bool) -> AlterResult {
-    let op = AdminOp::AlterConfigs {
-        name: name.clone(),
-        ops,
-        validate_only,
+/// Carries out `ops` on a topic or a broker entity.
+async fn alter(
+    shard: &Rc<BrokerShard>,
+    rtype: i8,
+    name: String,
+    ops: Vec<ConfigOp>,
+    validate_only: bool,
+) -> AlterResult {
+    let done = if rtype == RESOURCE_BROKER {
+        match broker_entity(shard, &name) {
+            Ok(entity) => shard.alter_broker_configs(entity, ops, validate_only).await,
+            Err(message) => return refused(ErrorCode::InvalidRequest, message, rtype, name),
+        }
+    } else {
+        let op = AdminOp::AlterConfigs {
+            name: name.clone(),
+            ops,
+            validate_only,
+        };
+        shard.admin(op).await.map(|_| ())
     };
-    match shard.admin(op).await {
-        Ok(_) => (0, None, RESOURCE_TOPIC, name),
-        Err(e) => (error_map::admin(&e).code(), Some(e.to_string()), RESOURCE_TOPIC, name),
+    match done {
+        Ok(()) => (0, None, rtype, name),
+        Err(e) => (error_map::admin(&e).code(), Some(e.to_string()), rtype, name),
     }
 }
 
@@ -209,7 +334,7 @@ pub async fn incremental_alter_configs(
             results.push(refused(ErrorCode::InvalidRequest, REPEATED, r.resource_type, r.name));
             continue;
         }
-        if let Some((code, message)) = unalterable(r.resource_type, &r.name) {
+        if let Some((code, message)) = unalterable(shard, r.resource_type, &r.name) {
             results.push(refused(code, message, r.resource_type, r.name));
             continue;
         }
@@ -232,14 +357,15 @@ pub async fn incremental_alter_configs(
             })
             .collect();
         results.push(match ops {
-            Ok(ops) => alter_topic(shard, r.name, ops, a.validate_only).await,
+            Ok(ops) => alter(shard, r.resource_type, r.name, ops, a.validate_only).await,
             Err(message) => refused(ErrorCode::InvalidRequest, message, r.resource_type, r.name),
         });
     }
     encode_alter(&mut b.w, flexible, &results);
 }
 
-/// AlterConfigs: each topic's overrides become exactly those sent.
+/// AlterConfigs: each topic's overrides (or broker entity's dynamic
+/// configs) become exactly those sent.
 pub async fn alter_configs(shard: &Rc<BrokerShard>, a: AlterConfigsRequest, flexible: bool, b: &mut ResponseBuilder) {
     let twice = repeated(a.resources.iter().map(|(t, n, _)| (*t, n.as_str())));
     let mut results = Vec::with_capacity(a.resources.len());
@@ -248,7 +374,7 @@ pub async fn alter_configs(shard: &Rc<BrokerShard>, a: AlterConfigsRequest, flex
             results.push(refused(ErrorCode::InvalidRequest, REPEATED, rtype, name));
             continue;
         }
-        if let Some((code, message)) = unalterable(rtype, &name) {
+        if let Some((code, message)) = unalterable(shard, rtype, &name) {
             results.push(refused(code, message, rtype, name));
             continue;
         }
@@ -270,7 +396,7 @@ pub async fn alter_configs(shard: &Rc<BrokerShard>, a: AlterConfigsRequest, flex
         let ops = std::iter::once(ConfigOp::Clear)
             .chain(set.into_iter().map(|(k, v)| ConfigOp::Set(k, v)))
             .collect();
-        results.push(alter_topic(shard, name, ops, a.validate_only).await);
+        results.push(alter(shard, rtype, name, ops, a.validate_only).await);
     }
     encode_alter(&mut b.w, flexible, &results);
 }

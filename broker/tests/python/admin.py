@@ -25,6 +25,16 @@ groups-and-operations: ListGroups filtered by type (v5) and by state; the
 operations DescribeGroups, DescribeCluster and Metadata (describe_topics)
 say a client may perform when asked (all that apply: no authorizer).
 
+broker-configs: dynamic broker configs on broker 0 (and `ferrite configs`,
+from $FERRITE_BIN, for the cluster default): DescribeConfigs of the
+broker (every setting, read-only ones marked) and of the cluster default;
+message.max.bytes set as the cluster default, then for the broker, takes
+effect on the next produce and shows in the topic's description with its
+source; AlterConfigs replaces the broker's set; settings read at start
+only and bad values are refused.
+
+broker-configs-kept: after a restart, what broker-configs left is in force.
+
 Prints `all ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
@@ -270,9 +280,122 @@ def groups_and_operations(bootstrap):
     print("ok groups-and-operations", flush=True)
 
 
+def produce_error(bootstrap, topic, size):
+    """The delivery error of one record of `size` bytes, or None."""
+    from confluent_kafka import Producer
+
+    errors = []
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": False,
+                  "message.send.max.retries": 0})
+    p.produce(topic, value=b"x" * size, partition=0, on_delivery=lambda err, msg: errors.append(err))
+    expect(p.flush(TIMEOUT_S) == 0, "produce did not finish")
+    return errors[0]
+
+
+def ferrite_configs(bootstrap, *args):
+    """`ferrite configs ARGS` (the binary in $FERRITE_BIN): (exit code, output)."""
+    import os
+    import subprocess
+
+    r = subprocess.run([os.environ["FERRITE_BIN"], "configs", "--bootstrap", bootstrap, *args],
+                       capture_output=True, text=True, timeout=TIMEOUT_S)
+    return r.returncode, r.stdout + r.stderr
+
+
+def describe_broker(a, name):
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    r = ConfigResource(ResourceType.BROKER, name)
+    return a.describe_configs([r], request_timeout=TIMEOUT_S)[r].result(TIMEOUT_S)
+
+
+def broker_configs(bootstrap):
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+
+    a = admin(bootstrap)
+    topic = "broker-configured"
+    create(a, topic)
+    mine = describe_broker(a, "0")
+    expect(len(mine) > 80, f"{len(mine)} broker settings described")
+    expect(mine["broker.id"].is_read_only and not mine["log.retention.ms"].is_read_only, "read-only marks")
+    expect(mine["message.max.bytes"].value == "1048588" and mine["message.max.bytes"].source == ConfigSource.DEFAULT_CONFIG.value,
+           f"message.max.bytes {mine['message.max.bytes'].value} {mine['message.max.bytes'].source}")
+    expect(ferrite_configs(bootstrap, "describe", "--broker-default") == (0, ""), "no cluster default yet")
+    expect(produce_error(bootstrap, topic, 3000) is None, "3000 bytes under the default limit")
+
+    def incremental(name, *entries):
+        res = ConfigResource(ResourceType.BROKER, name, incremental_configs=list(entries))
+        return alter_error(a.incremental_alter_configs([res]))
+
+    def op(k, v, o=AlterConfigOpType.SET):
+        return ConfigEntry(k, v, incremental_operation=o)
+
+    # The cluster's default (librdkafka cannot name it: an empty resource
+    # name; `ferrite configs` sends it as kafka-configs.sh does): in force
+    # on the next produce.
+    rc, out = ferrite_configs(bootstrap, "alter", "--broker-default", "--set", "message.max.bytes=2000")
+    expect(rc == 0, f"set the default: {out}")
+    d = ferrite_configs(bootstrap, "describe", "--broker-default")
+    expect(d == (0, "message.max.bytes=2000 (dynamic default)\n"), f"default entity {d}")
+    t = describe(a, topic)["max.message.bytes"]
+    expect(t.value == "2000" and t.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value, f"topic sees {t.value} {t.source}")
+    err = produce_error(bootstrap, topic, 3000)
+    expect(err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE, f"3000 bytes over a 2000 default: {err}")
+
+    # The broker's own value wins over the default.
+    expect(incremental("0", op("message.max.bytes", "5000")) is None, "set the broker's own")
+    m = describe_broker(a, "0")["message.max.bytes"]
+    sources = [(s.value, s.source) for s in m.synonyms.values()] if isinstance(m.synonyms, dict) else None
+    expect(m.value == "5000" and m.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value, f"own value {m.value} {m.source} {sources}")
+    expect(produce_error(bootstrap, topic, 3000) is None, "3000 bytes under the broker's 5000")
+
+    # Refused: a setting read at start only, a bad value, another broker.
+    err = incremental("0", op("broker.id", "3"))
+    expect(err is not None and err.code() == KafkaError.INVALID_REQUEST, f"broker.id: {err}")
+    err = incremental("0", op("log.dirs", "/elsewhere"))
+    expect(err is not None and err.code() == KafkaError.INVALID_REQUEST, f"log.dirs: {err}")
+    err = incremental("0", op("log.retention.ms", "soon"))
+    expect(err is not None and err.code() == KafkaError.INVALID_CONFIG, f"a bad value: {err}")
+    rc, out = ferrite_configs(bootstrap, "alter", "--broker-default", "--set", "min.insync.replicas=0")
+    expect(rc != 0 and "INVALID_CONFIG" in out, f"a bad default: {out}")
+    expect(describe_broker(a, "0")["message.max.bytes"].value == "5000", "refusals changed nothing")
+
+    # AlterConfigs replaces the broker's whole set.
+    res = ConfigResource(ResourceType.BROKER, "0", set_config={"log.retention.ms": "3600000"})
+    err = alter_error(a.alter_configs([res]))
+    expect(err is None, f"alter_configs: {err}")
+    t = describe(a, topic)
+    expect(t["retention.ms"].value == "3600000" and t["retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+           f"retention.ms {t['retention.ms'].value} {t['retention.ms'].source}")
+    expect(t["max.message.bytes"].value == "2000", f"back to the default's 2000: {t['max.message.bytes'].value}")
+    err = produce_error(bootstrap, topic, 3000)
+    expect(err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE, f"3000 bytes over 2000 again: {err}")
+
+    # DELETE the default: the built-in value again.
+    rc, out = ferrite_configs(bootstrap, "alter", "--broker-default", "--delete", "message.max.bytes")
+    expect(rc == 0, f"delete the default: {out}")
+    expect(describe(a, topic)["max.message.bytes"].value == "1048588", "built-in default")
+    expect(produce_error(bootstrap, topic, 3000) is None, "3000 bytes under the built-in limit")
+    print("ok broker-configs", flush=True)
+
+
+def broker_configs_kept(bootstrap):
+    from confluent_kafka.admin import ConfigSource
+
+    a = admin(bootstrap)
+    r = describe_broker(a, "0")["log.retention.ms"]
+    expect(r.value == "3600000" and r.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value, f"after restart {r.value} {r.source}")
+    t = describe(a, "broker-configured")["retention.ms"]
+    expect(t.value == "3600000", f"topic after restart {t.value}")
+    expect(ferrite_configs(bootstrap, "describe", "--broker-default") == (0, ""), "the default was deleted")
+    print("ok broker-configs-kept", flush=True)
+
+
 if __name__ == "__main__":
     bootstrap, which = sys.argv[1], sys.argv[2]
     modes = {"max-timestamp": max_timestamp, "configs": configs, "assignment": assignment, "static-expiry": static_expiry,
-             "groups-and-operations": groups_and_operations}
+             "groups-and-operations": groups_and_operations, "broker-configs": broker_configs,
+             "broker-configs-kept": broker_configs_kept}
     modes[which](bootstrap)
     print("all ok", flush=True)

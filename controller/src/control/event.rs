@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use ferrite_engine::types::{LeaderEpoch, TopicPartition};
 
+use crate::election::UncleanElection;
 use crate::metadata::{BrokerId, BrokerMeta};
 use crate::partition_state::{ControllerEpoch, PartitionState, Versioned, ZkVersion};
 
@@ -75,6 +76,10 @@ pub enum Event {
         topic: String,
         configs: BTreeMap<String, String>,
     },
+    /// The controller broker's dynamic `unclean.leader.election.enable`
+    /// (its own `/config/brokers/<id>`, else `<default>`) changed; `None`:
+    /// neither sets it, the start-up value holds.
+    BrokerUncleanChanged { unclean: Option<UncleanElection> },
     /// Children of `/admin/delete_topics`.
     DeletionsRequested { topics: Vec<String> },
     /// A broker answered a deleting StopReplica for these partitions.

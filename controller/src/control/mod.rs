@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ferrite_engine::types::TopicPartition;
 
 pub use event::*;
+pub(crate) use topics::unclean_value;
 
 use crate::election::UncleanElection;
 use crate::metadata::{BrokerId, BrokerMeta};
@@ -74,6 +75,9 @@ struct Topic {
 /// The controller's view of the cluster and the work it has under way.
 pub struct Controller {
     config: ControllerConfig,
+    /// The dynamic broker `unclean.leader.election.enable`, over the
+    /// start-up value in `config`.
+    dynamic_unclean: Option<UncleanElection>,
     epoch: ControllerEpoch,
     cluster_id: String,
     live: BTreeMap<BrokerId, LiveBroker>,
@@ -98,6 +102,7 @@ impl Controller {
     pub fn new(config: ControllerConfig) -> Controller {
         Controller {
             config,
+            dynamic_unclean: None,
             epoch: ControllerEpoch::NONE,
             cluster_id: String::new(),
             live: BTreeMap::new(),
@@ -154,6 +159,7 @@ impl Controller {
             Event::BrokersChanged { live } => self.on_brokers_changed(live),
             Event::TopicsChanged { topics } => self.on_topics_changed(topics),
             Event::TopicConfigChanged { topic, configs } => self.on_topic_config_changed(&topic, &configs),
+            Event::BrokerUncleanChanged { unclean } => self.on_broker_unclean_changed(unclean),
             Event::DeletionsRequested { topics } => self.on_deletions_requested(topics),
             Event::StopReplicaDone { broker, partitions } => self.on_stop_replica_done(broker, partitions),
             Event::IsrChanged { states } => self.on_isr_changed(states),
@@ -245,7 +251,9 @@ impl Controller {
 
     fn unclean_for(&self, topic: &str) -> UncleanElection {
         let overridden = self.topics.get(topic).and_then(|t| t.unclean);
-        overridden.unwrap_or(self.config.unclean_election)
+        overridden
+            .or(self.dynamic_unclean)
+            .unwrap_or(self.config.unclean_election)
     }
 
     /// Sends `broker` a LeaderAndIsr for every partition it holds a replica of.

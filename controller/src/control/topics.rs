@@ -12,9 +12,17 @@ use crate::metadata::BrokerId;
 
 /// A topic's `unclean.leader.election.enable` override, if it has one.
 pub(super) fn unclean_override(configs: &BTreeMap<String, String>) -> Option<UncleanElection> {
-    match configs.get("unclean.leader.election.enable").map(String::as_str) {
-        Some("true") => Some(UncleanElection::Enabled),
-        Some("false") => Some(UncleanElection::Disabled),
+    configs
+        .get("unclean.leader.election.enable")
+        .and_then(|v| unclean_value(v))
+}
+
+/// An `unclean.leader.election.enable` value (checked case-insensitively,
+/// as Kafka reads booleans).
+pub(crate) fn unclean_value(v: &str) -> Option<UncleanElection> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" => Some(UncleanElection::Enabled),
+        "false" => Some(UncleanElection::Disabled),
         _ => None,
     }
 }
@@ -70,7 +78,26 @@ impl Controller {
     pub(super) fn on_topic_config_changed(&mut self, topic: &str, configs: &BTreeMap<String, String>) {
         let Some(t) = self.topics.get_mut(topic) else { return };
         t.unclean = unclean_override(configs);
-        let count = t.replicas.len();
+        self.retry_offline(topic);
+    }
+
+    /// The broker-wide unclean setting changed: turning it on elects
+    /// leaders for the offline partitions of topics that do not override it.
+    pub(super) fn on_broker_unclean_changed(&mut self, unclean: Option<UncleanElection>) {
+        if self.dynamic_unclean == unclean {
+            return;
+        }
+        tracing::info!(?unclean, "dynamic unclean.leader.election.enable changed");
+        self.dynamic_unclean = unclean;
+        let names: Vec<String> = self.topics.keys().cloned().collect();
+        for name in names {
+            self.retry_offline(&name);
+        }
+    }
+
+    /// Has the offline partitions of `topic` elected again.
+    fn retry_offline(&mut self, topic: &str) {
+        let count = self.topics.get(topic).map_or(0, |t| t.replicas.len());
         for p in 0..count {
             let tp = TopicPartition::new(topic, p as i32);
             if self.states.get(&tp).is_some_and(|s| s.value.leader.is_none()) {

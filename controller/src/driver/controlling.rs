@@ -50,9 +50,11 @@ pub(super) async fn control(
 ) -> Result<Ended> {
     let me = config.broker.id;
     let mut watches = Watches::new(store.clone(), me);
-    if let Fired::Deposed = watches.set_all().await? {
-        return Ok(Ended::Deposed);
-    }
+    let after_election = match watches.set_all().await? {
+        Fired::Events(events) => events,
+        Fired::Deposed => return Ok(Ended::Deposed),
+        Fired::SessionLost => return Ok(Ended::SessionLost),
+    };
     let snapshot = store.snapshot(cluster_id).await?;
     let mut c = Controlling {
         store: store.clone(),
@@ -71,6 +73,9 @@ pub(super) async fn control(
         snapshot,
     })
     .await?;
+    for e in after_election {
+        c.run(e).await?;
+    }
     let mut rebalance = tokio::time::interval(config.rebalance_interval);
     rebalance.tick().await;
     loop {

@@ -10,7 +10,9 @@ use futures::stream::FuturesUnordered;
 use futures::FutureExt;
 use zookeeper_client::{EventType, OneshotWatcher, WatchedEvent};
 
-use crate::control::{ElectionOrigin, Event};
+use crate::broker_config::BrokerEntity;
+use crate::control::{unclean_value, ElectionOrigin, Event};
+use crate::election::UncleanElection;
 use crate::error::Result;
 use crate::metadata::BrokerId;
 use crate::zk::{json, paths, ZkStore};
@@ -26,6 +28,8 @@ pub(crate) enum Watch {
     Controller,
     Topic(String),
     TopicConfig(String),
+    /// `/config/brokers/<default>` or this broker's `/config/brokers/<id>`.
+    BrokerConfig(BrokerEntity),
 }
 
 /// What a fired watch means for the controller.
@@ -74,7 +78,14 @@ impl Watches {
                 return Ok(Fired::Deposed);
             }
         }
-        Ok(Fired::Events(Vec::new()))
+        // Not in the snapshot: its event is kept, for after the election.
+        let mut events = Vec::new();
+        for entity in [BrokerEntity::Default, BrokerEntity::Broker(self.me)] {
+            if let Fired::Events(e) = self.read_and_arm(Watch::BrokerConfig(entity)).await? {
+                events = e;
+            }
+        }
+        Ok(Fired::Events(events))
     }
 
     /// Waits for the next watch to fire. Cancel-safe (a `select!` branch):
@@ -139,6 +150,12 @@ impl Watches {
                     topic: name.clone(),
                     configs,
                 })
+            }
+            Watch::BrokerConfig(entity) => {
+                let (_, w) = store.watch_data(&paths::broker_config(&entity.name())).await?;
+                self.arm(watch.clone(), w);
+                let unclean = broker_unclean(&store, self.me).await?;
+                Some(Event::BrokerUncleanChanged { unclean })
             }
             Watch::Deletions => {
                 let (topics, w) = store.watch_children(paths::DELETE_TOPICS).await?;
@@ -212,4 +229,14 @@ impl Watches {
         };
         Ok(Fired::Events(events))
     }
+}
+
+/// The controller broker's dynamic `unclean.leader.election.enable`: its
+/// own value, else the cluster's default.
+async fn broker_unclean(store: &ZkStore, me: BrokerId) -> Result<Option<UncleanElection>> {
+    let own = store.broker_config(BrokerEntity::Broker(me)).await?;
+    let default = store.broker_config(BrokerEntity::Default).await?;
+    let key = "unclean.leader.election.enable";
+    let value = own.get(key).or_else(|| default.get(key));
+    Ok(value.and_then(|v| unclean_value(v)))
 }

@@ -15,6 +15,8 @@ pub const ISR_CHANGES: &str = "/isr_change_notification";
 /// Prefix of the sequential notification znodes under [`ISR_CHANGES`].
 pub const ISR_CHANGE_PREFIX: &str = "/isr_change_notification/isr_change_";
 pub const TOPIC_CONFIGS: &str = "/config/topics";
+/// Dynamic broker configs: `<id>` for one broker, `<default>` for all.
+pub const BROKER_CONFIGS: &str = "/config/brokers";
 /// Config change notifications (see `config_changes`).
 pub const CONFIG_CHANGES: &str = "/config/changes";
 /// Prefix of the sequential notification znodes under [`CONFIG_CHANGES`].
@@ -30,6 +32,7 @@ pub const PERSISTENT: &[&str] = &[
     DELETE_TOPICS,
     ISR_CHANGES,
     TOPIC_CONFIGS,
+    BROKER_CONFIGS,
     CONFIG_CHANGES,
     "/cluster",
 ];
@@ -56,6 +59,10 @@ pub fn state(tp: &TopicPartition) -> String {
 
 pub fn topic_config(name: &str) -> String {
     format!("{TOPIC_CONFIGS}/{name}")
+}
+
+pub fn broker_config(entity: &str) -> String {
+    format!("{BROKER_CONFIGS}/{entity}")
 }
 
 pub fn deletion(name: &str) -> String {
