@@ -15,6 +15,7 @@ pub mod config_live;
 pub mod error_map;
 pub mod groups;
 pub mod handlers;
+pub mod log_levels;
 pub mod metrics;
 pub mod net;
 pub mod producer_ids;

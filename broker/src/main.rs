@@ -150,14 +150,26 @@ fn log_in_colour() -> bool {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FERRITE_LOG").unwrap_or_else(|_| "info".into()))
+    let started = std::env::var("FERRITE_LOG").unwrap_or_else(|_| "info".into());
+    let filter = tracing_subscriber::EnvFilter::try_new(&started).unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(log_in_colour())
         // A log pipe that breaks (its reader gone) must not stop the broker:
         // reporting the failed write on stderr would panic the shard.
         .log_internal_errors(false)
-        .init();
+        .with_filter_reloading();
+    let reload = builder.reload_handle();
+    builder.init();
+    // Levels changed while running (BROKER_LOGGER, `log_levels.rs`).
+    ferrite_broker::log_levels::install(
+        &started,
+        Box::new(move |directives| {
+            let filter = tracing_subscriber::EnvFilter::try_new(directives).map_err(|e| e.to_string())?;
+            reload.reload(filter).map_err(|e| e.to_string())
+        }),
+    );
     let cli = Cli::parse();
     if let Command::Topics { bootstrap, command } = cli.command {
         let mut out = std::io::stdout();

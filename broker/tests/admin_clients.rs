@@ -1,5 +1,6 @@
 //! What Kafka's admin clients send, from confluent-kafka's AdminClient
-//! (`tests/python/admin.py`) against `ferrite standalone`.
+//! (`tests/python/admin.py`) and kafka-python's KafkaAdminClient
+//! (`tests/python/loggers.py`) against `ferrite standalone`.
 
 mod common;
 
@@ -8,8 +9,11 @@ use std::process::Command;
 use common::Broker;
 
 fn run(b: &Broker, mode: &str) -> String {
+    run_script(b, concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/admin.py"), mode)
+}
+
+fn run_script(b: &Broker, script: &str, mode: &str) -> String {
     let python = std::env::var("FERRITE_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/admin.py");
     let out = Command::new(&python)
         .env("FERRITE_BIN", env!("CARGO_BIN_EXE_ferrite"))
         .arg(script)
@@ -77,4 +81,29 @@ fn dynamic_broker_configs_take_effect_at_once_and_survive_a_restart() {
     b.stop();
     b.spawn();
     run(&b, "broker-configs-kept");
+}
+
+/// A logger's level changed while running (BROKER_LOGGER, through
+/// kafka-python): its debug lines appear in the broker's log from then on,
+/// and stop once the level is deleted.
+#[test]
+fn log_levels_change_while_the_broker_runs() {
+    let b = Broker::start(&[]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/loggers.py");
+    let debug_lines = |log: &str| log.lines().filter(|l| l.contains("DEBUG ferrite_broker::net")).count();
+    assert_eq!(debug_lines(&b.log_text()), 0, "INFO at start");
+    run_script(&b, script, "set");
+    // The script's own connections closed at DEBUG.
+    let set = b.log_text();
+    assert!(debug_lines(&set) > 0, "no DEBUG line after the set:\n{set}");
+    run_script(&b, script, "reset");
+    let log = b.log_text();
+    let reset_at = log.rfind("log levels changed").expect("the reset logged");
+    let after = &log[reset_at..];
+    // The reset's own connection is the only one open when it applies, and
+    // it closes after: nothing at DEBUG follows.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run(&b, "max-timestamp");
+    let later = b.log_text();
+    assert_eq!(debug_lines(&later[reset_at..]), 0, "DEBUG after the reset:\n{after}");
 }

@@ -6,7 +6,10 @@
 //! like other admin operations (see `admin.rs`); broker changes through
 //! `config_live.rs`. A BROKER resource names this broker's id (its own
 //! dynamic configs) or is empty (the cluster's default); another broker's
-//! id is refused, as Kafka does: clients send it to that broker.
+//! id is refused, as Kafka does: clients send it to that broker. A
+//! BROKER_LOGGER resource (this broker's id) lists the loggers and their
+//! levels, and IncrementalAlterConfigs sets or deletes levels
+//! (`log_levels.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -20,10 +23,11 @@ use ferrite_engine::log_config;
 use crate::config_defs;
 use crate::config_live::LiveConfig;
 use crate::error_map;
+use crate::log_levels::{self, LevelOp, Refusal};
 use crate::protocol::configs::{
     encode_alter, encode_describe, AlterConfigsRequest, ConfigEntry, ConfigSource, ConfigSynonym,
     DescribeConfigsRequest, DescribeConfigsResult, IncrementalAlterConfigsRequest, OP_APPEND, OP_DELETE, OP_SET,
-    OP_SUBTRACT, RESOURCE_BROKER, RESOURCE_TOPIC,
+    OP_SUBTRACT, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
 };
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::response::ResponseBuilder;
@@ -216,6 +220,73 @@ fn broker_entries(
     }
 }
 
+/// A BROKER_LOGGER resource (this broker's id): every logger and its level.
+fn logger_entries(shard: &BrokerShard, name: &str, keys: &Option<Vec<String>>) -> Result<Vec<ConfigEntry>, String> {
+    own_logger_resource(shard, name)?;
+    let loggers = log_levels::describe().map_err(|r| match r {
+        Refusal::Request(m) | Refusal::Config(m) => m,
+    })?;
+    Ok(loggers
+        .into_iter()
+        .filter(|(n, _)| wanted(keys, n))
+        .map(|(n, level)| ConfigEntry {
+            name: n,
+            value: Some(level),
+            read_only: false,
+            source: ConfigSource::DynamicBrokerLogger,
+            is_sensitive: false,
+            synonyms: Vec::new(),
+            config_type: ConfigKind::String.code(),
+            documentation: None,
+        })
+        .collect())
+}
+
+/// A BROKER_LOGGER resource names this broker's id, never the default.
+fn own_logger_resource(shard: &BrokerShard, name: &str) -> Result<(), String> {
+    match broker_entity(shard, name)? {
+        BrokerEntity::Broker(_) => Ok(()),
+        BrokerEntity::Default => Err("a BROKER_LOGGER resource names a broker id".into()),
+    }
+}
+
+/// IncrementalAlterConfigs on this broker's loggers (SET and DELETE).
+fn alter_loggers(
+    shard: &BrokerShard,
+    name: String,
+    configs: Vec<(String, i8, Option<String>)>,
+    validate_only: bool,
+) -> AlterResult {
+    let rtype = RESOURCE_BROKER_LOGGER;
+    if let Err(m) = own_logger_resource(shard, &name) {
+        return refused(ErrorCode::InvalidRequest, m, rtype, name);
+    }
+    let mut ops = Vec::with_capacity(configs.len());
+    for (logger, op, value) in configs {
+        ops.push(match (op, value) {
+            (OP_SET, Some(v)) => LevelOp::Set(logger, v),
+            (OP_DELETE, _) => LevelOp::Delete(logger),
+            (OP_SET, None) => {
+                return refused(
+                    ErrorCode::InvalidConfig,
+                    format!("null level for {logger}"),
+                    rtype,
+                    name,
+                )
+            }
+            (_, _) => {
+                let m = format!("{logger}: only SET and DELETE apply to loggers");
+                return refused(ErrorCode::InvalidRequest, m, rtype, name);
+            }
+        });
+    }
+    match log_levels::alter(&ops, validate_only) {
+        Ok(()) => (0, None, rtype, name),
+        Err(Refusal::Request(m)) => refused(ErrorCode::InvalidRequest, m, rtype, name),
+        Err(Refusal::Config(m)) => refused(ErrorCode::InvalidConfig, m, rtype, name),
+    }
+}
+
 pub fn describe_configs(
     shard: &Rc<BrokerShard>,
     d: DescribeConfigsRequest,
@@ -243,6 +314,13 @@ pub fn describe_configs(
             },
             RESOURCE_BROKER => match broker_entity(shard, &r.name) {
                 Ok(entity) => res.configs = broker_entries(shard, entity, &r.keys, include),
+                Err(message) => {
+                    res.error = ErrorCode::InvalidRequest.code();
+                    res.error_message = Some(message);
+                }
+            },
+            RESOURCE_BROKER_LOGGER => match logger_entries(shard, &r.name, &r.keys) {
+                Ok(c) => res.configs = c,
                 Err(message) => {
                     res.error = ErrorCode::InvalidRequest.code();
                     res.error_message = Some(message);
@@ -332,6 +410,11 @@ pub async fn incremental_alter_configs(
     for r in a.resources {
         if twice.contains(&(r.resource_type, r.name.clone())) {
             results.push(refused(ErrorCode::InvalidRequest, REPEATED, r.resource_type, r.name));
+            continue;
+        }
+        if r.resource_type == RESOURCE_BROKER_LOGGER {
+            let configs = r.configs.into_iter().map(|c| (c.name, c.op, c.value)).collect();
+            results.push(alter_loggers(shard, r.name, configs, a.validate_only));
             continue;
         }
         if let Some((code, message)) = unalterable(shard, r.resource_type, &r.name) {

@@ -5,6 +5,7 @@ use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 
 /// Where a config value comes from (DescribeConfigs `ConfigSource`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +16,7 @@ pub enum ConfigSource {
     DynamicDefaultBroker = 3,
     StaticBroker = 4,
     Default = 5,
+    DynamicBrokerLogger = 6,
 }
 
 /// One of the values that stand behind a config, most specific first.
