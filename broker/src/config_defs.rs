@@ -32,405 +32,82 @@ macro_rules! b {
 const LONG_MAX: &str = "9223372036854775807";
 
 /// The settings `BrokerConfig::apply` reads into fields of its own.
+#[rustfmt::skip]
 pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("broker.id", Int, Some("0"), "This broker's id in the cluster."),
     b!("node.id", Int, None, "Same as broker.id."),
-    b!(
-        "listeners",
-        String,
-        Some("PLAINTEXT://127.0.0.1:9092"),
-        "The address clients and brokers connect to (the first entry)."
-    ),
-    b!(
-        "advertised.listeners",
-        String,
-        None,
-        "The address given to clients, when not the listener's."
-    ),
-    b!(
-        "log.dirs",
-        String,
-        Some("./ferrite-data"),
-        "The data directory (the first entry)."
-    ),
+    b!("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), "The address clients and brokers connect to (the first entry)."),
+    b!("advertised.listeners", String, None, "The address given to clients, when not the listener's."),
+    b!("log.dirs", String, Some("./ferrite-data"), "The data directory (the first entry)."),
     b!("log.dir", String, None, "Same as log.dirs."),
-    b!(
-        "num.partitions",
-        Int,
-        Some("1"),
-        "Partitions of a topic created without a count."
-    ),
-    b!(
-        "default.replication.factor",
-        Short,
-        Some("1"),
-        "Replicas of a topic created without a factor."
-    ),
-    b!(
-        "auto.create.topics.enable",
-        Boolean,
-        Some("true"),
-        "Whether a Metadata or Produce request for an unknown topic creates it."
-    ),
-    b!(
-        "log.retention.hours",
-        Int,
-        Some("168"),
-        "Hours a segment is kept after its newest record (below log.retention.minutes and log.retention.ms)."
-    ),
-    b!(
-        "log.retention.minutes",
-        Int,
-        None,
-        "Minutes a segment is kept (below log.retention.ms)."
-    ),
-    b!(
-        "log.retention.ms",
-        Long,
-        None,
-        "Milliseconds a segment is kept after its newest record (-1: forever)."
-    ),
-    b!(
-        "log.retention.bytes",
-        Long,
-        Some("-1"),
-        "Bytes a partition keeps before its oldest segments go (-1: no limit)."
-    ),
-    b!(
-        "log.segment.bytes",
-        Int,
-        Some("1073741824"),
-        "Bytes a segment holds before the log rolls."
-    ),
-    b!(
-        "log.roll.ms",
-        Long,
-        None,
-        "Milliseconds after which the active segment rolls (over log.roll.hours)."
-    ),
-    b!(
-        "log.roll.hours",
-        Int,
-        Some("168"),
-        "Hours after which the active segment rolls."
-    ),
-    b!(
-        "log.index.interval.bytes",
-        Int,
-        Some("4096"),
-        "Bytes of log between two index entries."
-    ),
-    b!(
-        "log.index.size.max.bytes",
-        Int,
-        Some("10485760"),
-        "Bytes of one segment's offset index."
-    ),
-    b!(
-        "message.max.bytes",
-        Int,
-        Some("1048588"),
-        "Largest record batch a produce may append."
-    ),
-    b!(
-        "log.flush.interval.messages",
-        Long,
-        Some(LONG_MAX),
-        "Records appended between two fsyncs."
-    ),
-    b!(
-        "log.flush.interval.ms",
-        Long,
-        None,
-        "Milliseconds between two fsyncs (log.flush.scheduler.interval.ms when unset)."
-    ),
-    b!(
-        "socket.request.max.bytes",
-        Int,
-        Some("104857600"),
-        "Largest request accepted; a larger one closes the connection."
-    ),
-    b!(
-        "zookeeper.connect",
-        String,
-        None,
-        "The ZooKeeper ensemble of a cluster (ferrite broker)."
-    ),
-    b!(
-        "log.retention.check.interval.ms",
-        Long,
-        Some("300000"),
-        "Milliseconds between two retention checks."
-    ),
-    b!(
-        "log.flush.scheduler.interval.ms",
-        Long,
-        Some("1000"),
-        "Milliseconds between two checks of the flush policy."
-    ),
-    b!(
-        "log.flush.offset.checkpoint.interval.ms",
-        Int,
-        Some("60000"),
-        "Milliseconds between two recovery-point checkpoints."
-    ),
-    b!(
-        "log.write.mode",
-        String,
-        Some("direct"),
-        "Ferrite: direct (O_DIRECT through io_uring) or buffered segment writes."
-    ),
-    b!(
-        "log.preallocate",
-        Boolean,
-        Some("false"),
-        "Ferrite: extend active segment files ahead of their writes (direct mode)."
-    ),
-    b!(
-        "log.recovery.repair",
-        Boolean,
-        Some("false"),
-        "Ferrite: truncate a damaged log at start instead of refusing to serve it."
-    ),
-    b!(
-        "zookeeper.session.timeout.ms",
-        Int,
-        Some("18000"),
-        "ZooKeeper session timeout."
-    ),
-    b!(
-        "replica.lag.time.max.ms",
-        Long,
-        Some("30000"),
-        "How long a follower may stay behind before it leaves the ISR."
-    ),
-    b!(
-        "replica.fetch.wait.max.ms",
-        Int,
-        Some("500"),
-        "Longest a follower's fetch waits at its leader for data."
-    ),
-    b!(
-        "replica.fetch.min.bytes",
-        Int,
-        Some("1"),
-        "Bytes a follower's fetch waits for."
-    ),
-    b!(
-        "replica.fetch.max.bytes",
-        Int,
-        Some("1048576"),
-        "Bytes a follower fetches per partition."
-    ),
-    b!(
-        "replica.fetch.response.max.bytes",
-        Int,
-        Some("10485760"),
-        "Bytes a follower fetches per request."
-    ),
-    b!(
-        "min.insync.replicas",
-        Int,
-        Some("1"),
-        "Fewest in-sync replicas with which an acks=all produce is accepted."
-    ),
-    b!(
-        "unclean.leader.election.enable",
-        Boolean,
-        Some("false"),
-        "Whether a replica outside the ISR may become leader (loses records)."
-    ),
-    b!(
-        "auto.leader.rebalance.enable",
-        Boolean,
-        Some("true"),
-        "Whether the controller moves leaderships back to preferred replicas."
-    ),
-    b!(
-        "leader.imbalance.check.interval.seconds",
-        Long,
-        Some("300"),
-        "Seconds between two leader balance checks."
-    ),
-    b!(
-        "leader.imbalance.per.broker.percentage",
-        Int,
-        Some("10"),
-        "Share of a broker's partitions led elsewhere that starts a rebalance."
-    ),
-    b!(
-        "controlled.shutdown.enable",
-        Boolean,
-        Some("true"),
-        "Whether a stopping broker first hands over its leaderships."
-    ),
-    b!(
-        "group.min.session.timeout.ms",
-        Int,
-        Some("6000"),
-        "Shortest session a group member may ask for."
-    ),
-    b!(
-        "group.max.session.timeout.ms",
-        Int,
-        Some("1800000"),
-        "Longest session a group member may ask for."
-    ),
-    b!(
-        "group.initial.rebalance.delay.ms",
-        Int,
-        Some("3000"),
-        "How long a new group waits for more members before its first rebalance."
-    ),
+    b!("num.partitions", Int, Some("1"), "Partitions of a topic created without a count."),
+    b!("default.replication.factor", Short, Some("1"), "Replicas of a topic created without a factor."),
+    b!("auto.create.topics.enable", Boolean, Some("true"), "Whether a Metadata or Produce request for an unknown topic creates it."),
+    b!("log.retention.hours", Int, Some("168"), "Hours a segment is kept after its newest record (below log.retention.minutes and log.retention.ms)."),
+    b!("log.retention.minutes", Int, None, "Minutes a segment is kept (below log.retention.ms)."),
+    b!("log.retention.ms", Long, None, "Milliseconds a segment is kept after its newest record (-1: forever)."),
+    b!("log.retention.bytes", Long, Some("-1"), "Bytes a partition keeps before its oldest segments go (-1: no limit)."),
+    b!("log.segment.bytes", Int, Some("1073741824"), "Bytes a segment holds before the log rolls."),
+    b!("log.roll.ms", Long, None, "Milliseconds after which the active segment rolls (over log.roll.hours)."),
+    b!("log.roll.hours", Int, Some("168"), "Hours after which the active segment rolls."),
+    b!("log.index.interval.bytes", Int, Some("4096"), "Bytes of log between two index entries."),
+    b!("log.index.size.max.bytes", Int, Some("10485760"), "Bytes of one segment's offset index."),
+    b!("message.max.bytes", Int, Some("1048588"), "Largest record batch a produce may append."),
+    b!("log.flush.interval.messages", Long, Some(LONG_MAX), "Records appended between two fsyncs."),
+    b!("log.flush.interval.ms", Long, Some(LONG_MAX), "Milliseconds between two fsyncs."),
+    b!("socket.request.max.bytes", Int, Some("104857600"), "Largest request accepted; a larger one closes the connection."),
+    b!("zookeeper.connect", String, None, "The ZooKeeper ensemble of a cluster (ferrite broker)."),
+    b!("log.retention.check.interval.ms", Long, Some("300000"), "Milliseconds between two retention checks."),
+    b!("log.flush.scheduler.interval.ms", Long, Some("1000"), "Milliseconds between two checks of the flush policy."),
+    b!("log.flush.offset.checkpoint.interval.ms", Int, Some("60000"), "Milliseconds between two recovery-point checkpoints."),
+    b!("log.write.mode", String, Some("direct"), "Ferrite: direct (O_DIRECT through io_uring) or buffered segment writes."),
+    b!("log.preallocate", Boolean, Some("false"), "Ferrite: extend active segment files ahead of their writes (direct mode)."),
+    b!("log.recovery.repair", Boolean, Some("false"), "Ferrite: truncate a damaged log at start instead of refusing to serve it."),
+    b!("zookeeper.session.timeout.ms", Int, Some("18000"), "ZooKeeper session timeout."),
+    b!("replica.lag.time.max.ms", Long, Some("30000"), "How long a follower may stay behind before it leaves the ISR."),
+    b!("replica.fetch.wait.max.ms", Int, Some("500"), "Longest a follower's fetch waits at its leader for data."),
+    b!("replica.fetch.min.bytes", Int, Some("1"), "Bytes a follower's fetch waits for."),
+    b!("replica.fetch.max.bytes", Int, Some("1048576"), "Bytes a follower fetches per partition."),
+    b!("replica.fetch.response.max.bytes", Int, Some("10485760"), "Bytes a follower fetches per request."),
+    b!("min.insync.replicas", Int, Some("1"), "Fewest in-sync replicas with which an acks=all produce is accepted."),
+    b!("unclean.leader.election.enable", Boolean, Some("false"), "Whether a replica outside the ISR may become leader (loses records)."),
+    b!("auto.leader.rebalance.enable", Boolean, Some("true"), "Whether the controller moves leaderships back to preferred replicas."),
+    b!("leader.imbalance.check.interval.seconds", Long, Some("300"), "Seconds between two leader balance checks."),
+    b!("leader.imbalance.per.broker.percentage", Int, Some("10"), "Share of a broker's partitions led elsewhere that starts a rebalance."),
+    b!("controlled.shutdown.enable", Boolean, Some("true"), "Whether a stopping broker first hands over its leaderships."),
+    b!("group.min.session.timeout.ms", Int, Some("6000"), "Shortest session a group member may ask for."),
+    b!("group.max.session.timeout.ms", Int, Some("1800000"), "Longest session a group member may ask for."),
+    b!("group.initial.rebalance.delay.ms", Int, Some("3000"), "How long a new group waits for more members before its first rebalance."),
     b!("group.max.size", Int, Some("1000"), "Most members a group may have."),
-    b!(
-        "offsets.topic.num.partitions",
-        Int,
-        Some("50"),
-        "Partitions of __consumer_offsets."
-    ),
-    b!(
-        "offsets.topic.replication.factor",
-        Short,
-        Some("3"),
-        "Replicas of __consumer_offsets (fewer when fewer brokers are up)."
-    ),
-    b!(
-        "offsets.topic.segment.bytes",
-        Int,
-        Some("104857600"),
-        "Segment size of __consumer_offsets."
-    ),
-    b!(
-        "offsets.retention.minutes",
-        Int,
-        Some("10080"),
-        "Minutes an empty group's committed offsets are kept."
-    ),
-    b!(
-        "offsets.retention.check.interval.ms",
-        Long,
-        Some("600000"),
-        "Milliseconds between two checks for expired offsets."
-    ),
-    b!(
-        "offset.metadata.max.bytes",
-        Int,
-        Some("4096"),
-        "Longest metadata string an offset commit may carry."
-    ),
-    b!(
-        "ferrite.fault.produce.drop.response.every",
-        Long,
-        Some("0"),
-        "Ferrite, for tests: drop the answer of every N-th produce (0: never)."
-    ),
-    b!(
-        "ferrite.shards",
-        Int,
-        Some("0"),
-        "Ferrite: shards (threads), 0 for one per CPU."
-    ),
-    b!(
-        "ferrite.cpu.pinning",
-        String,
-        Some("per-cpu"),
-        "Ferrite: per-cpu pins each shard to a CPU; none leaves it to the kernel."
-    ),
-    b!(
-        "ferrite.cpu.first",
-        Int,
-        Some("0"),
-        "Ferrite: the CPU of shard 0 when pinned."
-    ),
-    b!(
-        "ferrite.fetch.wait.max.ms",
-        Long,
-        Some("30000"),
-        "Ferrite: the longest a fetch long-polls, whatever it asks."
-    ),
-    b!(
-        "ferrite.metrics.listen",
-        String,
-        None,
-        "Ferrite: the address of the Prometheus metrics endpoint."
-    ),
+    b!("offsets.topic.num.partitions", Int, Some("50"), "Partitions of __consumer_offsets."),
+    b!("offsets.topic.replication.factor", Short, Some("3"), "Replicas of __consumer_offsets (fewer when fewer brokers are up)."),
+    b!("offsets.topic.segment.bytes", Int, Some("104857600"), "Segment size of __consumer_offsets."),
+    b!("offsets.retention.minutes", Int, Some("10080"), "Minutes an empty group's committed offsets are kept."),
+    b!("offsets.retention.check.interval.ms", Long, Some("600000"), "Milliseconds between two checks for expired offsets."),
+    b!("offset.metadata.max.bytes", Int, Some("4096"), "Longest metadata string an offset commit may carry."),
+    b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests: drop the answer of every N-th produce (0: never)."),
+    b!("ferrite.shards", Int, Some("0"), "Ferrite: shards (threads), 0 for one per CPU."),
+    b!("ferrite.cpu.pinning", String, Some("per-cpu"), "Ferrite: per-cpu pins each shard to a CPU; none leaves it to the kernel."),
+    b!("ferrite.cpu.first", Int, Some("0"), "Ferrite: the CPU of shard 0 when pinned."),
+    b!("ferrite.fetch.wait.max.ms", Long, Some("30000"), "Ferrite: the longest a fetch long-polls, whatever it asks."),
+    b!("ferrite.metrics.listen", String, None, "Ferrite: the address of the Prometheus metrics endpoint."),
 ];
 
 /// Kafka settings accepted and shown that change nothing in Ferrite.
+#[rustfmt::skip]
 pub const INERT_CONFIGS: &[BrokerConfigDef] = &[
-    b!(
-        "num.network.threads",
-        Int,
-        Some("3"),
-        "Kafka's network threads; Ferrite's shards do this work."
-    ),
-    b!(
-        "num.io.threads",
-        Int,
-        Some("8"),
-        "Kafka's request threads; Ferrite's shards do this work."
-    ),
-    b!(
-        "num.replica.fetchers",
-        Int,
-        Some("1"),
-        "Kafka's fetcher threads per leader; a Ferrite shard fetches for all its partitions."
-    ),
-    b!(
-        "num.recovery.threads.per.data.dir",
-        Int,
-        Some("2"),
-        "Kafka's recovery threads; Ferrite recovers on its shards."
-    ),
-    b!(
-        "background.threads",
-        Int,
-        Some("10"),
-        "Kafka's background threads; Ferrite runs these tasks on its shards."
-    ),
-    b!(
-        "socket.send.buffer.bytes",
-        Int,
-        Some("102400"),
-        "Kafka's socket send buffer; Ferrite keeps the kernel's."
-    ),
-    b!(
-        "socket.receive.buffer.bytes",
-        Int,
-        Some("102400"),
-        "Kafka's socket receive buffer; Ferrite keeps the kernel's."
-    ),
-    b!(
-        "transaction.state.log.replication.factor",
-        Short,
-        Some("3"),
-        "Transactions are not built yet."
-    ),
-    b!(
-        "transaction.state.log.min.isr",
-        Int,
-        Some("2"),
-        "Transactions are not built yet."
-    ),
-    b!(
-        "zookeeper.connection.timeout.ms",
-        Int,
-        None,
-        "Ferrite waits for ZooKeeper for the session timeout."
-    ),
-    b!(
-        "listener.security.protocol.map",
-        String,
-        None,
-        "Security is not built yet: every listener is PLAINTEXT."
-    ),
-    b!(
-        "inter.broker.listener.name",
-        String,
-        None,
-        "Brokers connect to each other's single listener."
-    ),
+    b!("num.network.threads", Int, Some("3"), "Kafka's network threads; Ferrite's shards do this work."),
+    b!("num.io.threads", Int, Some("8"), "Kafka's request threads; Ferrite's shards do this work."),
+    b!("num.replica.fetchers", Int, Some("1"), "Kafka's fetcher threads per leader; a Ferrite shard fetches for all its partitions."),
+    b!("num.recovery.threads.per.data.dir", Int, Some("2"), "Kafka's recovery threads; Ferrite recovers on its shards."),
+    b!("background.threads", Int, Some("10"), "Kafka's background threads; Ferrite runs these tasks on its shards."),
+    b!("socket.send.buffer.bytes", Int, Some("102400"), "Kafka's socket send buffer; Ferrite keeps the kernel's."),
+    b!("socket.receive.buffer.bytes", Int, Some("102400"), "Kafka's socket receive buffer; Ferrite keeps the kernel's."),
+    b!("transaction.state.log.replication.factor", Short, Some("3"), "Transactions are not built yet."),
+    b!("transaction.state.log.min.isr", Int, Some("2"), "Transactions are not built yet."),
+    b!("zookeeper.connection.timeout.ms", Int, None, "Ferrite waits for ZooKeeper for the session timeout."),
+    b!("listener.security.protocol.map", String, None, "Security is not built yet: every listener is PLAINTEXT."),
+    b!("inter.broker.listener.name", String, None, "Brokers connect to each other's single listener."),
 ];
 
 /// Whether `name` is a broker synonym of a topic config.

@@ -87,8 +87,8 @@ fn describe_one(
             synonyms.push(synonym(d.name, v, ConfigSource::DynamicTopic));
         }
         synonyms.extend(behind);
-        if let Some(primary) = d.synonyms.first() {
-            synonyms.push(synonym(primary, d.default, ConfigSource::Default));
+        if let Some((name, value)) = default_synonym(d) {
+            synonyms.push(synonym(name, &value, ConfigSource::Default));
         }
     }
     ConfigEntry {
@@ -101,6 +101,18 @@ fn describe_one(
         config_type: d.kind.code(),
         documentation: include.documentation.then(|| d.documentation()),
     }
+}
+
+/// The broker setting whose built-in default stands behind a topic config,
+/// as Kafka names it: the first synonym that has a default of its own
+/// (`log.retention.hours=168` behind `retention.ms`, whose `log.retention.ms`
+/// and `log.retention.minutes` are null).
+fn default_synonym(d: &TopicConfigDef) -> Option<(&'static str, String)> {
+    let all = config_defs::all();
+    d.synonyms.iter().find_map(|s| {
+        let default = all.iter().find(|b| b.name == *s)?.default?;
+        Some((*s, default.to_string()))
+    })
 }
 
 fn synonym(name: &str, value: &str, source: ConfigSource) -> ConfigSynonym {

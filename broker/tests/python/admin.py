@@ -117,7 +117,8 @@ def configs(bootstrap):
     r = got["retention.ms"]
     expect(r.value == "3600000" and r.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
            f"retention.ms {r.value} from {r.source}")
-    expect("log.retention.ms" in r.synonyms, f"retention.ms synonyms {list(r.synonyms)}")
+    expect("log.retention.hours" in r.synonyms and r.synonyms["log.retention.hours"].value == "168",
+           f"retention.ms synonyms {list(r.synonyms)}: Kafka's default is log.retention.hours=168")
     s = got["segment.bytes"]
     expect(s.value == "1073741824" and s.source == ConfigSource.DEFAULT_CONFIG.value, f"segment.bytes {s.value} {s.source}")
     expect(got["delete.retention.ms"].value == "86400000", "delete.retention.ms default")
