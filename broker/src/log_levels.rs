@@ -157,6 +157,7 @@ pub fn alter(ops: &[LevelOp], validate_only: bool) -> Result<(), Refusal> {
     let mut l = levels()?;
     let mut root = l.root.clone();
     let mut set = l.set.clone();
+    let mut started = l.started.clone();
     for op in ops {
         match op {
             LevelOp::Set(name, level) => {
@@ -180,16 +181,21 @@ pub fn alter(ops: &[LevelOp], validate_only: bool) -> Result<(), Refusal> {
             }
             LevelOp::Delete(name) => {
                 set.remove(name);
+                started.remove(name);
             }
         }
     }
     if validate_only {
         return Ok(());
     }
-    let before = (std::mem::replace(&mut l.root, root), std::mem::replace(&mut l.set, set));
+    let before = (
+        std::mem::replace(&mut l.root, root),
+        std::mem::replace(&mut l.set, set),
+        std::mem::replace(&mut l.started, started),
+    );
     let directives = l.directives();
     if let Err(e) = (l.reload)(&directives) {
-        (l.root, l.set) = before;
+        (l.root, l.set, l.started) = before;
         return Err(Refusal::Request(format!("the log filter {directives:?}: {e}")));
     }
     tracing::info!(%directives, "log levels changed");

@@ -289,6 +289,7 @@ impl BrokerShard {
                 if let Some(cluster) = self.cluster() {
                     cluster.fill_topic_configs(&mut meta);
                 }
+                self.refresh_live(&meta.broker_configs);
                 *self.meta.borrow_mut() = Arc::new(meta);
                 self.meta_changed.notify_all();
             }

@@ -259,6 +259,12 @@ fn a_dynamic_broker_config_is_in_force_on_every_broker_and_a_brokers_own_wins() 
     time_until("the restarted broker describes the default", || {
         described(&mut late, "dyn", "max.message.bytes") == ("1024".to_string(), SOURCE_DYNAMIC_DEFAULT)
     });
+    // In force in its own settings too (read before its shards listened).
+    let id = restarted.to_string();
+    time_until("the restarted broker's settings have the default", || {
+        described_resource(&mut late, RESOURCE_BROKER, &id, "message.max.bytes")
+            == (0, ("1024".to_string(), SOURCE_DYNAMIC_DEFAULT))
+    });
 }
 
 /// A partition whose only in-sync replica died stays offline while unclean

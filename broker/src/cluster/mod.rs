@@ -279,6 +279,10 @@ impl ClusterShared {
     /// What a shard listens on for config changes.
     pub fn listen_topic_configs(&self) -> async_channel::Receiver<()> {
         let (tx, rx) = async_channel::bounded(1);
+        // Told at once: what was read before the shard listened (at the
+        // session's start, while the shards were still opening their logs)
+        // is applied too.
+        let _ = tx.try_send(());
         self.config_listeners.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
         rx
     }

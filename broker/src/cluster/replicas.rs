@@ -119,7 +119,13 @@ impl ShardReplicas {
                 let live = shard.live();
                 let log_config = live.topic_log_config(&configs);
                 let log = match shard.logs.get(&tp) {
-                    Some(log) => log,
+                    // Opened at start, before the topic's configs were known.
+                    Some(log) => {
+                        if log.config() != log_config {
+                            log.set_config(log_config);
+                        }
+                        log
+                    }
                     None => shard.logs.get_or_create(&tp, log_config).await?,
                 };
                 let links: Rc<dyn ReplicaLinks> = Rc::new(Links(self.me.clone()));

@@ -49,6 +49,10 @@ pub struct ClusterSnapshot {
     pub reassignments: Vec<(TopicPartition, Vec<BrokerId>)>,
     /// `/admin/preferred_replica_election`, when present.
     pub preferred_election: Option<Vec<TopicPartition>>,
+    /// The controller broker's dynamic `unclean.leader.election.enable`
+    /// (see [`Event::BrokerUncleanChanged`]): in force before the new
+    /// controller elects anything.
+    pub broker_unclean: Option<UncleanElection>,
 }
 
 /// Who asked for a preferred replica election.

@@ -180,6 +180,7 @@ impl Controller {
         assert!(epoch > self.epoch, "elected with epoch {epoch} after {}", self.epoch);
         *self = Controller::new(self.config.clone());
         self.epoch = epoch;
+        self.dynamic_unclean = snapshot.broker_unclean;
         self.cluster_id = snapshot.cluster_id;
         self.live = snapshot.brokers.into_iter().map(|b| (b.meta.id, b)).collect();
         for t in snapshot.topics {

@@ -50,12 +50,19 @@ pub(super) async fn control(
 ) -> Result<Ended> {
     let me = config.broker.id;
     let mut watches = Watches::new(store.clone(), me);
-    let after_election = match watches.set_all().await? {
+    let read_with_watches = match watches.set_all().await? {
         Fired::Events(events) => events,
         Fired::Deposed => return Ok(Ended::Deposed),
         Fired::SessionLost => return Ok(Ended::SessionLost),
     };
-    let snapshot = store.snapshot(cluster_id).await?;
+    let mut snapshot = store.snapshot(cluster_id).await?;
+    // The dynamic broker configs are not in the snapshot's znodes: what
+    // the watches read goes in, so that no election runs without it.
+    for e in read_with_watches {
+        if let Event::BrokerUncleanChanged { unclean } = e {
+            snapshot.broker_unclean = unclean;
+        }
+    }
     let mut c = Controlling {
         store: store.clone(),
         guard,
@@ -73,9 +80,6 @@ pub(super) async fn control(
         snapshot,
     })
     .await?;
-    for e in after_election {
-        c.run(e).await?;
-    }
     let mut rebalance = tokio::time::interval(config.rebalance_interval);
     rebalance.tick().await;
     loop {

@@ -2,7 +2,7 @@
 //! is set again, with a fresh read, when it fires, and the read turns into
 //! a state machine [`Event`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ferrite_engine::types::TopicPartition;
 use futures::future::BoxFuture;
@@ -13,7 +13,7 @@ use zookeeper_client::{EventType, OneshotWatcher, WatchedEvent};
 use crate::broker_config::BrokerEntity;
 use crate::control::{unclean_value, ElectionOrigin, Event};
 use crate::election::UncleanElection;
-use crate::error::Result;
+use crate::error::{ControllerError, Result};
 use crate::metadata::BrokerId;
 use crate::zk::{json, paths, ZkStore};
 
@@ -234,9 +234,21 @@ impl Watches {
 /// The controller broker's dynamic `unclean.leader.election.enable`: its
 /// own value, else the cluster's default.
 async fn broker_unclean(store: &ZkStore, me: BrokerId) -> Result<Option<UncleanElection>> {
-    let own = store.broker_config(BrokerEntity::Broker(me)).await?;
-    let default = store.broker_config(BrokerEntity::Default).await?;
+    let own = readable(store.broker_config(BrokerEntity::Broker(me)).await)?;
+    let default = readable(store.broker_config(BrokerEntity::Default).await)?;
     let key = "unclean.leader.election.enable";
     let value = own.get(key).or_else(|| default.get(key));
     Ok(value.and_then(|v| unclean_value(v)))
+}
+
+/// An entity's dynamic configs; an unreadable znode counts as empty (and
+/// is logged), so that it cannot keep a broker from controlling.
+fn readable(read: Result<BTreeMap<String, String>>) -> Result<BTreeMap<String, String>> {
+    match read {
+        Err(ControllerError::BadZnode { path, reason }) => {
+            tracing::warn!(%path, %reason, "unreadable dynamic broker config, ignored");
+            Ok(BTreeMap::new())
+        }
+        other => other,
+    }
 }

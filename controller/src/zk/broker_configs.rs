@@ -89,8 +89,12 @@ impl ZkStore {
             };
             match written {
                 Ok(()) => {
-                    self.announce_config_change(&format!("brokers/{}", entity.name()))
-                        .await?;
+                    // Stored: the change is made. A broker that misses the
+                    // notification reads it at its next session.
+                    let entity_path = format!("brokers/{}", entity.name());
+                    if let Err(e) = self.announce_config_change(&entity_path).await {
+                        tracing::warn!(%entity_path, error = %e, "announcing a broker config change");
+                    }
                     return Ok(configs);
                 }
                 Err(ZkError::BadVersion | ZkError::NodeExists | ZkError::NoNode) => continue,

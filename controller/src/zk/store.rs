@@ -272,6 +272,8 @@ impl ZkStore {
             deletions: self.pending_deletions().await?,
             reassignments: self.reassignments().await?,
             preferred_election: self.preferred_election().await?,
+            // The driver fills it in (it knows which broker it runs on).
+            broker_unclean: None,
         })
     }
 }

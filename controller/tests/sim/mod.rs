@@ -229,6 +229,7 @@ impl Cluster {
             deletions: self.zk.deletions.iter().cloned().collect(),
             reassignments: self.zk.reassignments.clone(),
             preferred_election: self.zk.preferred.clone(),
+            broker_unclean: None,
         }
     }
 
