@@ -29,6 +29,7 @@ fn append_run(mode: WriteMode, iters: u64) -> Duration {
                 mode,
                 clock: Rc::new(SystemClock),
                 repair: Repair::Refuse,
+                cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
             })
             .await
             .expect("open");
@@ -158,6 +159,7 @@ fn bench_recovery_scan(c: &mut Criterion) {
                             mode: WriteMode::Buffered,
                             clock: Rc::new(SystemClock),
                             repair: Repair::Refuse,
+                            cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
                         })
                         .await
                         .expect("open");

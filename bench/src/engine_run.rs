@@ -191,6 +191,7 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<AppendRun, Strin
         mode: cfg.mode,
         clock: Rc::new(SystemClock),
         repair: Repair::Refuse,
+        cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
     };
     let log = PartitionLog::open(params()).await.map_err(|e| e.to_string())?;
     let template = crate::batch_template(cfg.batch_records, cfg.record_bytes);

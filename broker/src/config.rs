@@ -32,6 +32,9 @@ pub struct BrokerConfig {
     pub retention_check_interval_ms: u64,
     pub flush_scheduler_interval_ms: u64,
     pub checkpoint_interval_ms: u64,
+    /// `ferrite.log.cache.bytes.per.shard`: the bytes of recent batches a
+    /// shard's partitions keep in memory together.
+    pub cache_bytes_per_shard: usize,
     pub write_mode: WriteMode,
     /// `log.preallocate`: extend active segment files ahead of their
     /// writes (direct mode only).
@@ -150,6 +153,7 @@ impl Default for BrokerConfig {
             retention_check_interval_ms: 300_000,
             flush_scheduler_interval_ms: 1_000,
             checkpoint_interval_ms: 60_000,
+            cache_bytes_per_shard: ferrite_engine::log_manager::CACHE_BYTES_PER_SHARD_DEFAULT,
             write_mode: WriteMode::Direct,
             log_preallocate: false,
             recovery_repair: false,
@@ -278,6 +282,7 @@ impl BrokerConfig {
                 "log.retention.check.interval.ms" => self.retention_check_interval_ms = num(k, v)?,
                 "log.flush.scheduler.interval.ms" => self.flush_scheduler_interval_ms = num(k, v)?,
                 "log.flush.offset.checkpoint.interval.ms" => self.checkpoint_interval_ms = num(k, v)?,
+                "ferrite.log.cache.bytes.per.shard" => self.cache_bytes_per_shard = num(k, v)?,
                 "log.write.mode" => {
                     self.write_mode = WriteMode::parse(v).ok_or_else(|| invalid(k, v, "expected direct or buffered"))?
                 }

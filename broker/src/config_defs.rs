@@ -86,6 +86,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("offsets.retention.check.interval.ms", Long, Some("600000"), "Milliseconds between two checks for expired offsets."),
     b!("offset.metadata.max.bytes", Int, Some("4096"), "Longest metadata string an offset commit may carry."),
     b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests: drop the answer of every N-th produce (0: never)."),
+    b!("ferrite.log.cache.bytes.per.shard", Long, Some("67108864"), "Ferrite: bytes of recent batches a shard's partitions keep in memory together; the longest cached go first."),
     b!("ferrite.shards", Int, Some("0"), "Ferrite: shards (threads), 0 for one per CPU."),
     b!("ferrite.cpu.pinning", String, Some("per-cpu"), "Ferrite: per-cpu pins each shard to a CPU; none leaves it to the kernel."),
     b!("ferrite.cpu.first", Int, Some("0"), "Ferrite: the CPU of shard 0 when pinned."),

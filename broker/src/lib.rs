@@ -18,6 +18,7 @@ pub mod handlers;
 pub mod log_levels;
 pub mod metrics;
 pub mod net;
+pub mod open_files;
 pub mod producer_ids;
 pub mod protocol;
 pub mod server;

@@ -55,6 +55,7 @@ fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
     m.retention_check_interval_ms = c.retention_check_interval_ms;
     m.flush_scheduler_interval_ms = c.flush_scheduler_interval_ms;
     m.checkpoint_interval_ms = c.checkpoint_interval_ms;
+    m.cache_bytes_per_shard = c.cache_bytes_per_shard;
     m
 }
 
@@ -84,6 +85,7 @@ impl Server {
     /// starts listening. Returns once every shard serves.
     pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
         check_data_dir(&config.log_dir)?;
+        crate::open_files::raise_to_hard();
         crate::metrics::install();
         let broker = BrokerMeta {
             id: BrokerId(config.broker_id),

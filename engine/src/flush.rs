@@ -195,6 +195,7 @@ mod tests {
             mode: WriteMode::Buffered,
             clock: Rc::new(SystemClock),
             repair: Repair::Refuse,
+            cache_budget: crate::batch_cache::CacheBudget::unshared(),
         })
         .await
         .expect("open")

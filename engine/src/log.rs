@@ -154,7 +154,7 @@ pub struct PartitionLog {
     pub(crate) segments: RefCell<VecDeque<Rc<Segment>>>,
     pub(crate) offsets: RefCell<LogOffsets>,
     pub(crate) recovery_point: Cell<RecoveryPoint>,
-    pub(crate) cache: RefCell<BatchCache>,
+    pub(crate) cache: Rc<RefCell<BatchCache>>,
     pub(crate) flush_state: RefCell<FlushState>,
     pub(crate) poison: RefCell<Option<Poison>>,
     pub(crate) closed: Cell<bool>,
@@ -673,13 +673,17 @@ impl PartitionLog {
             let seg_pos = meta.size;
             meta.note_batch(active.base(), info, seg_pos, interval);
             if caching {
-                cache.push(CachedBatch {
+                let batch = CachedBatch {
                     base: info.base_offset,
                     next: info.next_offset(),
                     bytes: bytes.slice(*pos..*pos + info.size),
-                });
+                };
+                cache.push(&self.cache, batch);
             }
         }
+        let budget = cache.budget();
+        drop(cache);
+        budget.enforce();
         let first = stamped[0].1;
         let last = stamped[stamped.len() - 1].1;
         let info = AppendInfo {

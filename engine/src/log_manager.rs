@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::batch_cache::CacheBudget;
 use crate::checkpoint::Shutdown;
 use crate::clock::Clock;
 use crate::error::{EngineError, Result};
@@ -37,7 +38,13 @@ pub struct LogManagerConfig {
     pub retention_check_interval_ms: u64,
     pub flush_scheduler_interval_ms: u64,
     pub checkpoint_interval_ms: u64,
+    /// Bytes of cached batches the shard's logs hold together
+    /// (`ferrite.log.cache.bytes.per.shard`).
+    pub cache_bytes_per_shard: usize,
 }
+
+/// The default of [`LogManagerConfig::cache_bytes_per_shard`].
+pub const CACHE_BYTES_PER_SHARD_DEFAULT: usize = 64 << 20;
 
 impl LogManagerConfig {
     pub fn new(data_dir: impl Into<PathBuf>) -> LogManagerConfig {
@@ -48,6 +55,7 @@ impl LogManagerConfig {
             retention_check_interval_ms: 300_000,
             flush_scheduler_interval_ms: 1_000,
             checkpoint_interval_ms: 60_000,
+            cache_bytes_per_shard: CACHE_BYTES_PER_SHARD_DEFAULT,
         }
     }
 }
@@ -70,6 +78,8 @@ pub struct LogManager {
     shard: ShardId,
     shard_count: usize,
     clock: Rc<dyn Clock>,
+    /// The bytes of cached batches this shard's logs share.
+    cache_budget: Rc<CacheBudget>,
     logs: RefCell<BTreeMap<TopicPartition, Rc<PartitionLog>>>,
     /// Partitions that failed to open, and why. They stay offline: nothing
     /// is created over their files.
@@ -94,11 +104,13 @@ impl LogManager {
             .map_err(|e| EngineError::io("resolve data directory", &config.data_dir, e))?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| EngineError::io("create data directory", &config.data_dir, e))?;
+        let cache_budget = CacheBudget::new(config.cache_bytes_per_shard);
         let manager = Rc::new(LogManager {
             config,
             shard,
             shard_count,
             clock,
+            cache_budget,
             logs: RefCell::new(BTreeMap::new()),
             offline: RefCell::new(BTreeMap::new()),
             stopping: Cell::new(false),
@@ -147,6 +159,7 @@ impl LogManager {
             mode: self.config.write_mode,
             clock: self.clock.clone(),
             repair: self.config.repair,
+            cache_budget: self.cache_budget.clone(),
         }
     }
 

@@ -37,6 +37,7 @@ async fn open(dir: &std::path::Path, config: LogConfig) -> Rc<PartitionLog> {
         mode: WriteMode::Direct,
         clock: Rc::new(SystemClock),
         repair: Repair::Refuse,
+        cache_budget: crate::batch_cache::CacheBudget::unshared(),
     })
     .await
     .expect("open")

@@ -69,6 +69,8 @@ pub struct OpenParams {
     pub mode: WriteMode,
     pub clock: Rc<dyn Clock>,
     pub repair: Repair,
+    /// The shard's budget of cached batches the log's cache shares.
+    pub cache_budget: Rc<crate::batch_cache::CacheBudget>,
 }
 
 /// How much of a segment is known to be on the device.
@@ -169,7 +171,7 @@ impl PartitionLog {
         let log = Rc::new(PartitionLog {
             tp: params.tp,
             dir,
-            cache: std::cell::RefCell::new(BatchCache::new(params.config.cache_bytes_max)),
+            cache: BatchCache::new(params.config.cache_bytes_max, params.cache_budget.clone()),
             config: std::cell::RefCell::new(params.config),
             mode: params.mode,
             flush_state: std::cell::RefCell::new(FlushState {

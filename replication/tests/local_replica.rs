@@ -67,6 +67,7 @@ async fn node(id: BrokerId, dir: &Path, min_isr: usize) -> Node {
         mode: WriteMode::Buffered,
         clock: Rc::new(SystemClock),
         repair: Repair::Refuse,
+        cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
     })
     .await
     .unwrap();

@@ -196,6 +196,18 @@ pub async fn produce(
     let mut appends = Vec::new();
     let mut placed = Vec::new();
     let mut created = 0usize;
+    // A batch of a request that carries others is copied out of the
+    // request frame: the log keeps its recent batches in memory, and a
+    // slice would keep the whole frame alive with it (one partition's 4 KiB
+    // holding a 2 MiB frame). A request with a single batch is its frame.
+    let parts_in_request: usize = p.topics.iter().map(|t| t.partitions.len()).sum();
+    let own_copy = |records: Bytes| {
+        if parts_in_request > 1 {
+            Bytes::copy_from_slice(&records)
+        } else {
+            records
+        }
+    };
     for t in p.topics {
         let mut meta = shard.meta();
         if acks_ok
@@ -220,7 +232,7 @@ pub async fn produce(
                 _ if !valid_name => Err(failed(index, ErrorCode::InvalidTopicException, None)),
                 (_, None, _) => Err(failed(index, ErrorCode::UnknownTopicOrPartition, None)),
                 (_, Some(_), None) => Err(failed(index, ErrorCode::CorruptMessage, Some("null record set".into()))),
-                (_, Some(pm), Some(records)) => Ok((pm.leader_epoch, records)),
+                (_, Some(pm), Some(records)) => Ok((pm.leader_epoch, own_copy(records))),
             };
             partitions.push(match ready {
                 Err(r) => Slot::Answered(r),

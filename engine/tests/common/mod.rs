@@ -43,6 +43,7 @@ pub fn params(dir: &Path, config: LogConfig, mode: WriteMode, clock: Rc<dyn Cloc
         mode,
         clock,
         repair: Repair::Refuse,
+        cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
     }
 }
 
