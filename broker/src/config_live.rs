@@ -115,6 +115,8 @@ impl BrokerShard {
             .await
             .map_err(AdminError::Engine)??;
         if let Some(meta) = meta {
+            // A config change creates no partition (one that could not be
+            // created was answered so when its topic was).
             broadcast(&handle, meta).await?;
         }
         Ok(())

@@ -124,6 +124,12 @@ pub fn cross_shard_call() {
     CROSS_SHARD_CALLS.with(|c| c.increment(1));
 }
 
+/// A partition whose log could not be created (open files, disk space,
+/// permissions): `ferrite_partitions_not_created_total`.
+pub fn partition_not_created() {
+    metrics::counter!("ferrite_partitions_not_created_total").increment(1);
+}
+
 pub fn connection_opened(shard: ferrite_engine::ShardId) {
     metrics::gauge!("ferrite_connections_active", "shard" => shard.0.to_string()).increment(1.0);
 }

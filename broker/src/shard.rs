@@ -68,6 +68,15 @@ pub enum AdminError {
     Controller(#[from] ControllerError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// Some of a new topic's partitions could not be created here (open
+    /// files, disk space, permissions): the topic was removed again.
+    #[error("{count} partition(s) of {topic} could not be created, so the topic was not created: {tp}: {reason}")]
+    PartitionsNotCreated {
+        topic: String,
+        count: usize,
+        tp: TopicPartition,
+        reason: String,
+    },
 }
 
 /// How long a clustered broker holds a client's request, at most, waiting
@@ -268,8 +277,9 @@ impl BrokerShard {
     /// Installs new metadata: creates the logs this shard owns and leads,
     /// updates their configs, and — for changes made while running, not at
     /// start (a lost metadata file must not delete data) — deletes the logs
-    /// whose partition is gone.
-    pub async fn apply_metadata(&self, meta: Arc<ClusterMeta>, stale: Stale) -> Result<(), EngineError> {
+    /// whose partition is gone. Returns the partitions whose log could not
+    /// be created, and why.
+    pub async fn apply_metadata(&self, meta: Arc<ClusterMeta>, stale: Stale) -> Result<NotCreated, EngineError> {
         let _one_at_a_time = self.install_lock.acquire_permit(1).await.map_err(|e| EngineError::Io {
             op: "wait for metadata install",
             path: "metadata".into(),
@@ -277,7 +287,7 @@ impl BrokerShard {
         })?;
         if stale == Stale::Delete && meta.version < self.meta.borrow().version {
             // A newer snapshot (which includes this change) is installed.
-            return Ok(());
+            return Ok(Vec::new());
         }
         if self.replicas.is_some() {
             // In a cluster, LeaderAndIsr and StopReplica create and delete
@@ -293,13 +303,14 @@ impl BrokerShard {
                 *self.meta.borrow_mut() = Arc::new(meta);
                 self.meta_changed.notify_all();
             }
-            return Ok(());
+            return Ok(Vec::new());
         }
         self.refresh_live(&meta.broker_configs);
         *self.meta.borrow_mut() = meta.clone();
         self.meta_changed.notify_all();
         let me = self.broker_id();
         let mut wanted = std::collections::BTreeSet::new();
+        let mut not_created = Vec::new();
         for t in meta.topics.values() {
             let config = self.topic_log_config(t);
             for p in &t.partitions {
@@ -312,6 +323,8 @@ impl BrokerShard {
                     Ok(log) => log,
                     Err(e) => {
                         tracing::error!(tp = %tp, error = %e, "partition not served");
+                        crate::metrics::partition_not_created();
+                        not_created.push((tp.clone(), e.to_string()));
                         continue;
                     }
                 };
@@ -340,7 +353,7 @@ impl BrokerShard {
                 }
             }
         }
-        Ok(())
+        Ok(not_created)
     }
 
     /// Runs `f` on shard `owner`: directly when that is this shard, else by
@@ -369,6 +382,10 @@ impl BrokerShard {
         if self.replicas.is_some() {
             return self.cluster_admin(op).await;
         }
+        let creating = match &op {
+            AdminOp::CreateTopic { name, .. } => Some(name.clone()),
+            _ => None,
+        };
         let handle = self.handle.clone();
         let result = self
             .handle
@@ -378,10 +395,57 @@ impl BrokerShard {
             .await
             .map_err(AdminError::Engine)?;
         let (topic, meta) = result?;
-        if let Some(meta) = meta {
-            broadcast(&handle, meta).await?;
+        let Some(meta) = meta else { return Ok(topic) };
+        let not_created = broadcast(&handle, meta).await?;
+        match (creating, not_created.first()) {
+            (Some(name), Some((tp, reason))) => {
+                tracing::warn!(topic = %name, failed = not_created.len(), "removing a topic whose partitions could not all be created");
+                let (tp, reason, count) = (tp.clone(), reason.clone(), not_created.len());
+                self.undo_creation(&topic).await?;
+                Err(AdminError::PartitionsNotCreated {
+                    topic: name,
+                    count,
+                    tp,
+                    reason,
+                })
+            }
+            // Partitions added to a topic that could not be created stay
+            // listed (nothing shrinks a topic) and are not served.
+            _ => Ok(topic),
         }
-        Ok(topic)
+    }
+
+    /// Undoes the creation of `topic`, all of it: every shard first closes
+    /// the partitions it created (freeing the descriptors that the rest
+    /// needs, when they ran out), then the store forgets the topic, then
+    /// each partition's directory goes.
+    async fn undo_creation(self: &Rc<Self>, topic: &TopicMeta) -> Result<(), AdminError> {
+        let tps: Vec<TopicPartition> = topic
+            .partitions
+            .iter()
+            .map(|p| TopicPartition::new(topic.name.clone(), p.partition))
+            .collect();
+        for tp in &tps {
+            let tp = tp.clone();
+            self.handle
+                .submit(
+                    self.owner(&tp),
+                    move |s: Rc<BrokerShard>| async move { s.logs.close(&tp) },
+                )
+                .await?;
+        }
+        Box::pin(self.admin(AdminOp::DeleteTopic {
+            name: topic.name.clone(),
+        }))
+        .await?;
+        for tp in tps {
+            self.handle
+                .submit(self.owner(&tp), move |s: Rc<BrokerShard>| async move {
+                    s.logs.remove_leftover(&tp).await
+                })
+                .await??;
+        }
+        Ok(())
     }
 
     async fn admin_on_zero(&self, op: AdminOp) -> Result<(TopicMeta, Option<Arc<ClusterMeta>>), ControllerError> {
@@ -495,8 +559,12 @@ pub async fn apply_topic_configs_everywhere(handle: &ShardHandle<BrokerShard>) -
     Ok(())
 }
 
-/// Sends `meta` to every shard and waits until each has applied it.
-pub async fn broadcast(handle: &ShardHandle<BrokerShard>, meta: Arc<ClusterMeta>) -> Result<(), EngineError> {
+/// Partitions whose log could not be created, and why.
+pub type NotCreated = Vec<(TopicPartition, String)>;
+
+/// Sends `meta` to every shard and waits until each has applied it;
+/// returns the partitions no shard could create.
+pub async fn broadcast(handle: &ShardHandle<BrokerShard>, meta: Arc<ClusterMeta>) -> Result<NotCreated, EngineError> {
     let mut pending = Vec::new();
     for s in 0..handle.shard_count() {
         let meta = meta.clone();
@@ -508,10 +576,11 @@ pub async fn broadcast(handle: &ShardHandle<BrokerShard>, meta: Arc<ClusterMeta>
             .await
         }));
     }
+    let mut not_created = Vec::new();
     for p in pending {
-        p.await??;
+        not_created.extend(p.await??);
     }
-    Ok(())
+    Ok(not_created)
 }
 
 impl ShardService for BrokerShard {

@@ -211,7 +211,21 @@ impl LogManager {
         if self.logs.borrow().contains_key(tp) {
             return Err(EngineError::PartitionExists { tp: tp.clone() });
         }
-        let log = PartitionLog::open(self.params(tp, config)).await?;
+        let dir = self.partition_dir(tp);
+        let fresh = !dir.exists();
+        let log = match PartitionLog::open(self.params(tp, config)).await {
+            Ok(log) => log,
+            Err(e) => {
+                // A partition that could not be created leaves nothing
+                // behind (a directory left would be opened at restart).
+                if fresh {
+                    if let Err(rm) = std::fs::remove_dir_all(&dir) {
+                        tracing::warn!(tp = %tp, error = %rm, "removing a partition that could not be created");
+                    }
+                }
+                return Err(e);
+            }
+        };
         crate::checkpoint::sync_dir(&self.config.data_dir).await?;
         self.logs.borrow_mut().insert(tp.clone(), log.clone());
         Ok(log)
@@ -223,6 +237,34 @@ impl LogManager {
             return Ok(log);
         }
         self.create(tp, config).await
+    }
+
+    /// Stops serving a partition and closes its files (once no reader
+    /// holds them), leaving its directory: the first step of undoing a
+    /// creation, which frees the descriptors the rest needs.
+    pub fn close(&self, tp: &TopicPartition) -> bool {
+        let Some(log) = self.logs.borrow_mut().remove(tp) else {
+            return false;
+        };
+        log.closed.set(true);
+        true
+    }
+
+    /// Removes what a partition whose creation failed left on disk (its
+    /// removal can fail too, for the reason the creation did: no file
+    /// descriptor left). `false` when there was nothing; a partition this
+    /// manager serves or holds offline is left alone.
+    pub async fn remove_leftover(&self, tp: &TopicPartition) -> Result<bool> {
+        if self.logs.borrow().contains_key(tp) || self.offline.borrow().contains_key(tp) {
+            return Ok(false);
+        }
+        let dir = self.partition_dir(tp);
+        if !dir.exists() {
+            return Ok(false);
+        }
+        std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io("delete partition directory", &dir, e))?;
+        crate::checkpoint::sync_dir(&self.config.data_dir).await?;
+        Ok(true)
     }
 
     /// Removes a partition: forgets its log and deletes its directory.

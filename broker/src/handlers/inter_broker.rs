@@ -79,7 +79,7 @@ pub async fn controller_request(shard: &Rc<BrokerShard>, rpc: ControllerRpc, b: 
                 deleted_topics,
             });
             let error = match broadcast(&shard.handle, meta).await {
-                Ok(()) => ErrorCode::None,
+                Ok(_) => ErrorCode::None,
                 Err(e) => error_map::engine(&e),
             };
             UpdateMetadataResponse {
