@@ -116,6 +116,18 @@ pub fn is_topic_synonym(name: &str) -> bool {
     TOPIC_CONFIGS.iter().any(|d| d.synonyms.contains(&name))
 }
 
+/// The built-in default of broker setting `name`, as [`all`] lists it
+/// (without building the list).
+pub fn default_of(name: &str) -> Option<&'static str> {
+    if let Some(d) = BROKER_CONFIGS.iter().chain(INERT_CONFIGS).find(|d| d.name == name) {
+        return d.default;
+    }
+    TOPIC_CONFIGS
+        .iter()
+        .find(|t| t.synonyms.first() == Some(&name))
+        .map(|t| t.default)
+}
+
 /// A broker setting as DescribeConfigs lists it.
 pub struct Described {
     pub name: &'static str,
@@ -180,6 +192,13 @@ mod tests {
                 "{}={default} is not the default",
                 d.name
             );
+        }
+    }
+
+    #[test]
+    fn default_of_agrees_with_the_list() {
+        for d in all() {
+            assert_eq!(default_of(d.name), d.default, "{}", d.name);
         }
     }
 

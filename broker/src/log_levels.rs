@@ -146,7 +146,6 @@ pub fn describe() -> Result<Vec<(String, String)>, Refusal> {
         .chain(l.started.keys().cloned())
         .chain(l.set.keys().cloned())
         .collect();
-    names.dedup();
     let mut seen = std::collections::BTreeSet::new();
     names.retain(|n| seen.insert(n.clone()));
     Ok(names.into_iter().map(|n| (n.clone(), l.level_of(&n))).collect())

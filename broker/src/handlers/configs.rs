@@ -108,11 +108,9 @@ fn describe_one(
 /// (`log.retention.hours=168` behind `retention.ms`, whose `log.retention.ms`
 /// and `log.retention.minutes` are null).
 fn default_synonym(d: &TopicConfigDef) -> Option<(&'static str, String)> {
-    let all = config_defs::all();
-    d.synonyms.iter().find_map(|s| {
-        let default = all.iter().find(|b| b.name == *s)?.default?;
-        Some((*s, default.to_string()))
-    })
+    d.synonyms
+        .iter()
+        .find_map(|s| Some((*s, config_defs::default_of(s)?.to_string())))
 }
 
 fn synonym(name: &str, value: &str, source: ConfigSource) -> ConfigSynonym {
