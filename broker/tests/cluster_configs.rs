@@ -103,10 +103,13 @@ fn a_config_changed_through_one_broker_is_in_force_on_every_broker() {
         cluster.brokers.iter().find(|b| b.id == leader).map(|b| b.bootstrap())
     };
     let large = vec![b'x'; 4096];
-    assert_eq!(
-        produce(&leader_bootstrap().expect("a leader"), "conf", 0, -1, &large).0,
-        0
-    );
+    // The leader in the metadata may not have taken up its leadership yet
+    // (UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER until its LeaderAndIsr).
+    wait_for("the leader accepts a produce", Duration::from_secs(20), || {
+        leader_bootstrap()
+            .is_some_and(|b| produce(&b, "conf", 0, -1, &large).0 == 0)
+            .then_some(())
+    });
     alter(&mut clients[1], "conf", "max.message.bytes", "1024");
     let took = time_until("MESSAGE_TOO_LARGE from the leader", || {
         leader_bootstrap().is_some_and(|b| produce(&b, "conf", 0, 1, &large).0 == 10)
@@ -178,7 +181,11 @@ fn a_dynamic_broker_config_is_in_force_on_every_broker_and_a_brokers_own_wins() 
         .expect("the leader is one of ours");
     let leader_bootstrap = cluster.brokers[leader_at].bootstrap();
     let large = vec![b'x'; 4096];
-    assert_eq!(produce(&leader_bootstrap, "dyn", 0, 1, &large).0, 0);
+    // The leader in the metadata may not have taken up its leadership yet
+    // (UNKNOWN_TOPIC_OR_PARTITION until its LeaderAndIsr).
+    wait_for("the leader accepts a produce", Duration::from_secs(20), || {
+        (produce(&leader_bootstrap, "dyn", 0, 1, &large).0 == 0).then_some(())
+    });
 
     // The cluster's default, set through a broker that may not lead.
     let other = (leader_at + 1) % 3;

@@ -428,9 +428,16 @@ fn concurrent_odd_appends(seed: u64, mode: WriteMode) {
             .await
             .unwrap();
         let sent = Rc::new(std::cell::RefCell::new(std::collections::BTreeMap::new()));
+        // The reader must run beside the appends, whatever the scheduler
+        // does: every appender waits after its first append until the
+        // reader has seen a whole batch, and the reader keeps going until
+        // the appenders are done and it has read up to the end.
+        let seen = Rc::new(std::cell::Cell::new(0usize));
+        let appending = Rc::new(std::cell::Cell::new(64usize));
         let appenders: Vec<_> = (0..64u64)
             .map(|task| {
                 let (log, sent) = (log.clone(), sent.clone());
+                let (seen, appending) = (seen.clone(), appending.clone());
                 glommio::spawn_local(async move {
                     let mut rng = Rng::new(seed * 1000 + task);
                     for i in 0..30u64 {
@@ -440,16 +447,23 @@ fn concurrent_odd_appends(seed: u64, mode: WriteMode) {
                         let copy = batch.to_vec();
                         let info = log.append(batch, LEADER).await.unwrap();
                         sent.borrow_mut().insert(info.first_offset, copy);
+                        while seen.get() == 0 {
+                            glommio::timer::sleep(std::time::Duration::from_micros(100)).await;
+                        }
                     }
+                    appending.set(appending.get() - 1);
                 })
             })
             .collect();
         let reader = {
             let log = log.clone();
+            let (seen, appending) = (seen.clone(), appending.clone());
             glommio::spawn_local(async move {
                 let mut at = Offset(0);
-                let mut whole = 0usize;
-                for _ in 0..2000 {
+                let mut beside = 0usize;
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+                loop {
+                    let done = appending.get() == 0;
                     let end = log.log_end_offset();
                     if at < end {
                         let r = log
@@ -459,15 +473,19 @@ fn concurrent_odd_appends(seed: u64, mode: WriteMode) {
                         // split_batches fails on a partial batch.
                         let batches = split_batches(&r.to_vec().await.expect("bytes"));
                         at = assert_contiguous(&batches, at);
-                        whole += batches.len();
-                    }
-                    glommio::yield_if_needed().await;
-                    glommio::timer::sleep(std::time::Duration::from_micros(200)).await;
-                    if at == Offset(1 << 40) {
+                        seen.set(seen.get() + batches.len());
+                        if !done {
+                            beside += batches.len();
+                        }
+                    } else if done {
                         break;
                     }
+                    assert!(std::time::Instant::now() < deadline, "the appends never finished");
+                    glommio::yield_if_needed().await;
+                    glommio::timer::sleep(std::time::Duration::from_micros(200)).await;
                 }
-                whole
+                assert_eq!(at, log.log_end_offset(), "the reader stopped short of the end");
+                beside
             })
         };
         for a in appenders {
