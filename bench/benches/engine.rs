@@ -30,6 +30,7 @@ fn append_run(mode: WriteMode, iters: u64) -> Duration {
                 clock: Rc::new(SystemClock),
                 repair: Repair::Refuse,
                 cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
+                file_cache: ferrite_engine::file_cache::FileCache::unbounded(),
             })
             .await
             .expect("open");
@@ -160,6 +161,7 @@ fn bench_recovery_scan(c: &mut Criterion) {
                             clock: Rc::new(SystemClock),
                             repair: Repair::Refuse,
                             cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
+                            file_cache: ferrite_engine::file_cache::FileCache::unbounded(),
                         })
                         .await
                         .expect("open");

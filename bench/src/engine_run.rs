@@ -192,6 +192,7 @@ async fn engine_append_on_shard(cfg: EngineRunConfig) -> Result<AppendRun, Strin
         clock: Rc::new(SystemClock),
         repair: Repair::Refuse,
         cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
+        file_cache: ferrite_engine::file_cache::FileCache::unbounded(),
     };
     let log = PartitionLog::open(params()).await.map_err(|e| e.to_string())?;
     let template = crate::batch_template(cfg.batch_records, cfg.record_bytes);

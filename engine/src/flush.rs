@@ -196,6 +196,7 @@ mod tests {
             clock: Rc::new(SystemClock),
             repair: Repair::Refuse,
             cache_budget: crate::batch_cache::CacheBudget::unshared(),
+            file_cache: crate::file_cache::FileCache::unbounded(),
         })
         .await
         .expect("open")

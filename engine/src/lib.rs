@@ -31,6 +31,7 @@ pub mod clock;
 pub mod compression;
 pub mod error;
 pub mod fifo;
+pub mod file_cache;
 pub mod flush;
 pub mod index;
 pub mod leader_epoch;

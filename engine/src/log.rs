@@ -150,6 +150,8 @@ pub struct PartitionLog {
     pub(crate) dir: PathBuf,
     pub(crate) config: RefCell<LogConfig>,
     pub(crate) mode: WriteMode,
+    /// The shard's open-file cache, for the segments this log creates.
+    pub(crate) file_cache: Rc<crate::file_cache::FileCache>,
     pub(crate) clock: Rc<dyn Clock>,
     pub(crate) segments: RefCell<VecDeque<Rc<Segment>>>,
     pub(crate) offsets: RefCell<LogOffsets>,
@@ -603,7 +605,7 @@ impl PartitionLog {
         if let Err(e) = old.seal().await {
             return Err(self.poison_with(e));
         }
-        let new = match Segment::create(&self.dir, base, self.mode).await {
+        let new = match Segment::create(&self.dir, base, self.mode, &self.file_cache).await {
             Ok(s) => s,
             Err(e) => return Err(self.poison_with(e)),
         };

@@ -24,6 +24,7 @@ use crate::batch_cache::CacheBudget;
 use crate::checkpoint::Shutdown;
 use crate::clock::Clock;
 use crate::error::{EngineError, Result};
+use crate::file_cache::{FileCache, FileCacheStats};
 use crate::log::PartitionLog;
 use crate::log_config::LogConfig;
 use crate::recovery::{OpenParams, Repair};
@@ -41,10 +42,17 @@ pub struct LogManagerConfig {
     /// Bytes of cached batches the shard's logs hold together
     /// (`ferrite.log.cache.bytes.per.shard`).
     pub cache_bytes_per_shard: usize,
+    /// Segment files the shard keeps open at most; the least recently used
+    /// close beyond it (`ferrite.log.open.files.per.shard`).
+    pub open_files_per_shard: usize,
 }
 
 /// The default of [`LogManagerConfig::cache_bytes_per_shard`].
 pub const CACHE_BYTES_PER_SHARD_DEFAULT: usize = 64 << 20;
+
+/// The default of [`LogManagerConfig::open_files_per_shard`] when nothing
+/// derives it from the process's open-files limit.
+pub const OPEN_FILES_PER_SHARD_DEFAULT: usize = 4096;
 
 impl LogManagerConfig {
     pub fn new(data_dir: impl Into<PathBuf>) -> LogManagerConfig {
@@ -56,6 +64,7 @@ impl LogManagerConfig {
             flush_scheduler_interval_ms: 1_000,
             checkpoint_interval_ms: 60_000,
             cache_bytes_per_shard: CACHE_BYTES_PER_SHARD_DEFAULT,
+            open_files_per_shard: OPEN_FILES_PER_SHARD_DEFAULT,
         }
     }
 }
@@ -80,6 +89,8 @@ pub struct LogManager {
     clock: Rc<dyn Clock>,
     /// The bytes of cached batches this shard's logs share.
     cache_budget: Rc<CacheBudget>,
+    /// The segment files this shard's logs keep open.
+    file_cache: Rc<FileCache>,
     logs: RefCell<BTreeMap<TopicPartition, Rc<PartitionLog>>>,
     /// Partitions that failed to open, and why. They stay offline: nothing
     /// is created over their files.
@@ -105,12 +116,14 @@ impl LogManager {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| EngineError::io("create data directory", &config.data_dir, e))?;
         let cache_budget = CacheBudget::new(config.cache_bytes_per_shard);
+        let file_cache = FileCache::new(config.open_files_per_shard);
         let manager = Rc::new(LogManager {
             config,
             shard,
             shard_count,
             clock,
             cache_budget,
+            file_cache,
             logs: RefCell::new(BTreeMap::new()),
             offline: RefCell::new(BTreeMap::new()),
             stopping: Cell::new(false),
@@ -160,11 +173,17 @@ impl LogManager {
             clock: self.clock.clone(),
             repair: self.config.repair,
             cache_budget: self.cache_budget.clone(),
+            file_cache: self.file_cache.clone(),
         }
     }
 
     pub fn partition_dir(&self, tp: &TopicPartition) -> PathBuf {
         self.config.data_dir.join(tp.dir_name())
+    }
+
+    /// The shard's open-file cache counters.
+    pub fn file_cache_stats(&self) -> FileCacheStats {
+        self.file_cache.stats()
     }
 
     pub fn shard(&self) -> ShardId {

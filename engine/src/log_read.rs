@@ -246,7 +246,7 @@ impl PartitionLog {
         upper: Offset,
         at_least_one: bool,
     ) -> Result<SegmentRead> {
-        let file = segment.reader();
+        let file = segment.reader().await?;
         let seg_end = segment.readable_end();
         let (_, index_pos) = segment.index_lookup(from);
         let Some((start, first)) = file.find_offset(index_pos, from, seg_end).await? else {
@@ -345,7 +345,7 @@ impl PartitionLog {
             if segment.largest_timestamp() < target {
                 continue;
             }
-            let file = segment.reader();
+            let file = segment.reader().await?;
             let seg_end = segment.readable_end();
             let (_, pos) = segment.time_lookup(target);
             let Some((batch_pos, info)) = file.find_timestamp(pos, target, seg_end).await? else {

@@ -38,6 +38,7 @@ async fn open(dir: &std::path::Path, config: LogConfig) -> Rc<PartitionLog> {
         clock: Rc::new(SystemClock),
         repair: Repair::Refuse,
         cache_budget: crate::batch_cache::CacheBudget::unshared(),
+        file_cache: crate::file_cache::FileCache::unbounded(),
     })
     .await
     .expect("open")

@@ -26,7 +26,7 @@ pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: O
         if s.next_offset() <= from {
             continue;
         }
-        let reader = s.reader();
+        let reader = s.reader().await?;
         let size = s.size();
         let mut pos = if s.base() < from { s.index_lookup(from).1 } else { 0 };
         while let Some(info) = reader.batch_at(pos, size).await? {

@@ -41,6 +41,7 @@ use crate::batch_cache::BatchCache;
 use crate::checkpoint::{self, Checkpoint, RecoveryPoint, Shutdown};
 use crate::clock::Clock;
 use crate::error::{EngineError, Result};
+use crate::file_cache::{FileCache, FileSlot};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{FlushState, PartitionLog};
 use crate::log_config::LogConfig;
@@ -71,6 +72,8 @@ pub struct OpenParams {
     pub repair: Repair,
     /// The shard's budget of cached batches the log's cache shares.
     pub cache_budget: Rc<crate::batch_cache::CacheBudget>,
+    /// The shard's open-file cache the log's segment files go through.
+    pub file_cache: Rc<FileCache>,
 }
 
 /// How much of a segment is known to be on the device.
@@ -141,9 +144,11 @@ impl PartitionLog {
                 s.delete_files().await?;
                 report.segments_deleted += 1;
             }
-            segments.push_back(Rc::new(Segment::create(&dir, log_start, params.mode).await?));
+            segments.push_back(Rc::new(
+                Segment::create(&dir, log_start, params.mode, &params.file_cache).await?,
+            ));
         }
-        activate_last(&segments, params.mode).await?;
+        activate_last(&segments, params.mode, &params.file_cache).await?;
         for s in segments.iter() {
             if s.needs_sync() {
                 s.sync_all().await?;
@@ -174,6 +179,7 @@ impl PartitionLog {
             cache: BatchCache::new(params.config.cache_bytes_max, params.cache_budget.clone()),
             config: std::cell::RefCell::new(params.config),
             mode: params.mode,
+            file_cache: params.file_cache.clone(),
             flush_state: std::cell::RefCell::new(FlushState {
                 appended_records: 0,
                 flushed_records: 0,
@@ -314,6 +320,8 @@ async fn load_segments(
                 match settle_scan(params, &paths, scanned, durable, report).await? {
                     (meta, Continue::Yes) => meta,
                     (meta, Continue::No) => {
+                        let reader =
+                            FileSlot::with_open(params.file_cache.clone(), &paths.log, SegmentFile::open_boxed, reader);
                         segments.push_back(Rc::new(Segment::assemble(base, paths, reader, None, meta)));
                         for &later in &bases[i + 1..] {
                             delete_segment(&params.dir, later).await?;
@@ -324,6 +332,7 @@ async fn load_segments(
                 }
             }
         };
+        let reader = FileSlot::with_open(params.file_cache.clone(), &paths.log, SegmentFile::open_boxed, reader);
         segments.push_back(Rc::new(Segment::assemble(base, paths, reader, None, meta)));
     }
     Ok(segments)
@@ -395,7 +404,7 @@ async fn delete_segment(dir: &Path, base: Offset) -> Result<()> {
 async fn rebuild_epochs(segments: &VecDeque<Rc<Segment>>) -> Result<LeaderEpochCache> {
     let mut epochs = LeaderEpochCache::new();
     for s in segments {
-        let reader = s.reader();
+        let reader = s.reader().await?;
         let size = s.size();
         let mut pos = 0u64;
         while let Some(info) = reader.batch_at(pos, size).await? {
@@ -407,10 +416,10 @@ async fn rebuild_epochs(segments: &VecDeque<Rc<Segment>>) -> Result<LeaderEpochC
 }
 
 /// Gives the last segment an appender.
-async fn activate_last(segments: &VecDeque<Rc<Segment>>, mode: WriteMode) -> Result<()> {
+async fn activate_last(segments: &VecDeque<Rc<Segment>>, mode: WriteMode, files: &Rc<FileCache>) -> Result<()> {
     let last = segments.back().unwrap_or_else(|| unreachable!());
     if last.appender().is_none() {
-        let appender = SegmentAppender::open(&last.paths().log, mode, last.size(), last.next_offset()).await?;
+        let appender = SegmentAppender::open(&last.paths().log, mode, last.size(), last.next_offset(), files).await?;
         last.set_appender(appender);
     }
     Ok(())

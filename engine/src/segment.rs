@@ -18,6 +18,7 @@ use glommio::sync::Semaphore;
 
 use crate::batch::BatchInfo;
 use crate::error::{EngineError, Result};
+use crate::file_cache::{FileCache, FileSlot};
 use crate::index::{self, IndexEntry};
 use crate::offset_index::{self, OffsetEntry, OffsetIndex};
 use crate::segment_appender::SegmentAppender;
@@ -152,7 +153,9 @@ impl SegmentMeta {
 pub struct Segment {
     base: Offset,
     paths: SegmentPaths,
-    reader: Rc<SegmentFile>,
+    /// The `.log` file's read descriptor, opened on demand by the shard's
+    /// file cache.
+    reader: FileSlot<SegmentFile>,
     appender: RefCell<Option<Rc<SegmentAppender>>>,
     meta: RefCell<SegmentMeta>,
     /// Serialises index-file writes (persist, truncate).
@@ -161,7 +164,7 @@ pub struct Segment {
 
 impl Segment {
     /// Creates a new, empty, active segment.
-    pub async fn create(dir: &Path, base: Offset, mode: WriteMode) -> Result<Segment> {
+    pub async fn create(dir: &Path, base: Offset, mode: WriteMode, files: &Rc<FileCache>) -> Result<Segment> {
         let paths = SegmentPaths::new(dir, base);
         for p in [&paths.log, &paths.index, &paths.time_index] {
             if p.exists() {
@@ -171,14 +174,14 @@ impl Segment {
                 });
             }
         }
-        let appender = SegmentAppender::open(&paths.log, mode, 0, base).await?;
+        let appender = SegmentAppender::create(&paths.log, mode, base, files).await?;
         // Empty index files from the start: a segment whose index file is
         // missing later is known to need a rebuild.
         for p in [&paths.index, &paths.time_index] {
             let f = index::open_for_write(p).await?;
             f.close().await.map_err(|e| EngineError::io("close index", p, e))?;
         }
-        let reader = SegmentFile::open(&paths.log).await?;
+        let reader = FileSlot::closed(files.clone(), &paths.log, SegmentFile::open_boxed);
         let meta = SegmentMeta::empty(base, &paths);
         Ok(Segment::assemble(base, paths, reader, Some(appender), meta))
     }
@@ -188,14 +191,14 @@ impl Segment {
     pub fn assemble(
         base: Offset,
         paths: SegmentPaths,
-        reader: SegmentFile,
+        reader: FileSlot<SegmentFile>,
         appender: Option<SegmentAppender>,
         meta: SegmentMeta,
     ) -> Segment {
         Segment {
             base,
             paths,
-            reader: Rc::new(reader),
+            reader,
             appender: RefCell::new(appender.map(Rc::new)),
             meta: RefCell::new(meta),
             index_lock: Semaphore::new(1),
@@ -215,8 +218,10 @@ impl Segment {
         &self.paths
     }
 
-    pub fn reader(&self) -> Rc<SegmentFile> {
-        self.reader.clone()
+    /// The read descriptor, reopened if the file cache closed it. Holding
+    /// the `Rc` keeps it open.
+    pub async fn reader(&self) -> Result<Rc<SegmentFile>> {
+        self.reader.get().await
     }
 
     pub fn appender(&self) -> Option<Rc<SegmentAppender>> {
@@ -323,7 +328,7 @@ impl Segment {
         };
         // A cut made while this sync runs is not covered by it.
         let cut_before = !self.meta.borrow().length_durable;
-        self.reader.sync().await?;
+        self.reader().await?.sync().await?;
         let mut m = self.meta.borrow_mut();
         m.synced_size = m.synced_size.max(size);
         if cut_before {
@@ -357,6 +362,10 @@ impl Segment {
     /// Removes the segment's files. Readers holding the `SegmentFile` keep
     /// reading until they drop it.
     pub async fn delete_files(&self) -> Result<()> {
+        self.reader.close();
+        if let Some(a) = self.appender() {
+            a.close_file();
+        }
         for p in [&self.paths.log, &self.paths.index, &self.paths.time_index] {
             match std::fs::remove_file(p) {
                 Ok(()) => {}
@@ -390,9 +399,14 @@ mod tests {
             .make()
             .expect("executor")
             .run(async {
-                let seg = Segment::create(dir.path(), Offset(0), WriteMode::DirectPreallocated)
-                    .await
-                    .expect("create");
+                let seg = Segment::create(
+                    dir.path(),
+                    Offset(0),
+                    WriteMode::DirectPreallocated,
+                    &FileCache::unbounded(),
+                )
+                .await
+                .expect("create");
                 let appender = seg.appender().expect("active");
                 let end = appender.reserve(bytes::Bytes::from(vec![7u8; 1000]), Offset(1));
                 appender.write_through(end).await.expect("write");

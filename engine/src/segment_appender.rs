@@ -80,6 +80,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use bytes::Bytes;
@@ -87,6 +88,7 @@ use glommio::io::{BufferedFile, DmaBuffer, DmaFile, OpenOptions};
 
 use crate::block_layout::{layout_direct, Head, Pieces};
 use crate::error::{EngineError, Result};
+use crate::file_cache::{FileCache, FileSlot, OpenFn};
 use crate::notify::Notify;
 use crate::types::Offset;
 use crate::write_mode::{direct_block_bytes, preallocation, read_tail, WriteMode};
@@ -114,9 +116,49 @@ pub const GROUP_BYTES_MIN: u64 = 64 << 10;
 /// writer (`docs/benchmarks.md`).
 pub const WRITES_IN_FLIGHT_MAX: usize = 2;
 
-enum WriteFile {
-    Direct { file: DmaFile, alignment: u64 },
+/// The write descriptor: O_DIRECT, or through the page cache.
+pub enum WriteFile {
+    Direct(DmaFile),
     Buffered(BufferedFile),
+}
+
+impl WriteFile {
+    fn raw_fd(&self) -> std::os::unix::io::RawFd {
+        match self {
+            WriteFile::Direct(file) => file.as_raw_fd(),
+            WriteFile::Buffered(file) => file.as_raw_fd(),
+        }
+    }
+
+    async fn open(path: &Path, mode: WriteMode, create: bool) -> Result<WriteFile> {
+        let mut opts = OpenOptions::new();
+        opts.read(true).write(true).create(create);
+        match mode {
+            WriteMode::Direct | WriteMode::DirectPreallocated => opts
+                .dma_open(path)
+                .await
+                .map(WriteFile::Direct)
+                .map_err(|e| EngineError::io("open segment for direct writes", path, e)),
+            WriteMode::Buffered => opts
+                .buffered_open(path)
+                .await
+                .map(WriteFile::Buffered)
+                .map_err(|e| EngineError::io("open segment for writes", path, e)),
+        }
+    }
+
+    /// How the file cache reopens a closed descriptor: never creating the
+    /// file (a segment whose file is gone must fail, not start empty).
+    fn reopen_fn(mode: WriteMode) -> OpenFn<WriteFile> {
+        match mode {
+            WriteMode::Direct | WriteMode::DirectPreallocated => {
+                |path| Box::pin(async move { WriteFile::open(&path, WriteMode::Direct, false).await })
+            }
+            WriteMode::Buffered => {
+                |path| Box::pin(async move { WriteFile::open(&path, WriteMode::Buffered, false).await })
+            }
+        }
+    }
 }
 
 /// A submitted group, in log order.
@@ -178,7 +220,11 @@ enum Body {
 }
 
 pub struct SegmentAppender {
-    file: WriteFile,
+    /// Opened on demand by the shard's file cache, which may close it
+    /// while the segment is idle.
+    file: FileSlot<WriteFile>,
+    /// Direct mode: the block writes are aligned to; `None` when buffered.
+    alignment: Option<u64>,
     path: PathBuf,
     state: RefCell<State>,
     /// Fires whenever a group completes or fails (head writes, quiesce).
@@ -193,29 +239,40 @@ impl SegmentAppender {
     /// Opens `path` for appending at logical size `size` (the bytes already
     /// there and valid; anything after is overwritten), where the log's next
     /// offset is `next`.
-    pub async fn open(path: &Path, mode: WriteMode, size: u64, next: Offset) -> Result<SegmentAppender> {
-        let mut opts = OpenOptions::new();
-        opts.read(true).write(true).create(true);
-        let (file, tail) = match mode {
-            WriteMode::Direct | WriteMode::DirectPreallocated => {
-                let file = opts
-                    .dma_open(path)
-                    .await
-                    .map_err(|e| EngineError::io("open segment for direct writes", path, e))?;
+    pub async fn open(
+        path: &Path,
+        mode: WriteMode,
+        size: u64,
+        next: Offset,
+        files: &Rc<FileCache>,
+    ) -> Result<SegmentAppender> {
+        SegmentAppender::open_file(path, mode, size, next, files, false).await
+    }
+
+    /// Creates the empty file of a new segment at `base` and opens it.
+    pub async fn create(path: &Path, mode: WriteMode, base: Offset, files: &Rc<FileCache>) -> Result<SegmentAppender> {
+        SegmentAppender::open_file(path, mode, 0, base, files, true).await
+    }
+
+    async fn open_file(
+        path: &Path,
+        mode: WriteMode,
+        size: u64,
+        next: Offset,
+        files: &Rc<FileCache>,
+        create: bool,
+    ) -> Result<SegmentAppender> {
+        let file = WriteFile::open(path, mode, create).await?;
+        let (alignment, tail) = match &file {
+            WriteFile::Direct(file) => {
                 let alignment = direct_block_bytes(file.alignment(), path)?;
-                let tail = read_tail(path, size, alignment).await?;
-                (WriteFile::Direct { file, alignment }, tail)
+                (Some(alignment), read_tail(path, size, alignment).await?)
             }
-            WriteMode::Buffered => {
-                let file = opts
-                    .buffered_open(path)
-                    .await
-                    .map_err(|e| EngineError::io("open segment for writes", path, e))?;
-                (WriteFile::Buffered(file), Vec::new())
-            }
+            WriteFile::Buffered(_) => (None, Vec::new()),
         };
         Ok(SegmentAppender {
-            file,
+            file: FileSlot::with_open(files.clone(), path, WriteFile::reopen_fn(mode), file),
+            alignment,
             path: path.to_path_buf(),
             state: RefCell::new(State {
                 reserved_end: size,
@@ -232,6 +289,12 @@ impl SegmentAppender {
             progress: Notify::new(),
             waiters: RefCell::new(Vec::new()),
         })
+    }
+
+    /// Closes the write descriptor now (before the file is deleted); a
+    /// later write reopens it.
+    pub fn close_file(&self) {
+        self.file.close();
     }
 
     pub fn path(&self) -> &Path {
@@ -274,6 +337,9 @@ impl SegmentAppender {
 
     /// Returns once every byte up to `end` is in the kernel.
     pub async fn write_through(&self, end: u64) -> Result<()> {
+        // Held while this task submits, so that the cache cannot close it
+        // between opening and writing.
+        let mut file: Option<Rc<WriteFile>> = None;
         loop {
             self.check_failed()?;
             let (written, can_submit) = {
@@ -288,7 +354,14 @@ impl SegmentAppender {
                 return Ok(());
             }
             if can_submit {
-                self.write_group().await?;
+                match file.clone().or_else(|| self.file.try_get()) {
+                    Some(f) => {
+                        self.write_group(&f).await?;
+                        file = Some(f);
+                    }
+                    // Opening awaits: decide again once it is open.
+                    None => file = Some(self.file.get().await?),
+                }
             } else {
                 self.wait_for(end).await;
             }
@@ -348,15 +421,15 @@ impl SegmentAppender {
 
     /// Submits everything pending (up to `WRITE_BYTES_MAX`) as one group and
     /// waits for it.
-    async fn write_group(&self) -> Result<()> {
-        let plan = self.plan_group();
+    async fn write_group(&self, file: &WriteFile) -> Result<()> {
+        let plan = self.plan_group(file);
         let (start, end) = (plan.start, plan.end);
-        let result = match &self.file {
+        let result = match file {
             WriteFile::Buffered(file) => match &plan.body {
                 Some((pos, Body::Buffered(bytes))) => crate::index::write_all(file, &self.path, bytes, *pos).await,
                 _ => Ok(()),
             },
-            WriteFile::Direct { file, .. } => {
+            WriteFile::Direct(file) => {
                 if let Some(size) = plan.preallocate {
                     self.preallocate(file, size).await;
                 }
@@ -395,16 +468,12 @@ impl SegmentAppender {
 
     /// Where a group planned now would end ([`group_end`]).
     fn group_end(&self, s: &State) -> u64 {
-        let alignment = match &self.file {
-            WriteFile::Direct { alignment, .. } => Some(*alignment),
-            WriteFile::Buffered(_) => None,
-        };
-        group_end(s.submitted_end, s.reserved_end, alignment, !s.inflight.is_empty())
+        group_end(s.submitted_end, s.reserved_end, self.alignment, !s.inflight.is_empty())
     }
 
     /// Takes the pending bytes for one group, records it in flight, and
     /// lays out its writes. Synchronous: groups are planned in log order.
-    fn plan_group(&self) -> GroupPlan {
+    fn plan_group(&self, file: &WriteFile) -> GroupPlan {
         let mut s = self.state.borrow_mut();
         let start = s.submitted_end;
         let end = self.group_end(&s);
@@ -452,7 +521,7 @@ impl SegmentAppender {
             done: false,
         });
         let data = Pieces { pieces: &pieces, len };
-        match &self.file {
+        match file {
             WriteFile::Buffered(_) => {
                 let mut bytes = vec![0u8; len];
                 data.copy_range(0, &mut bytes);
@@ -464,9 +533,12 @@ impl SegmentAppender {
                     body: Some((start, Body::Buffered(bytes))),
                 }
             }
-            WriteFile::Direct { file, alignment } => {
-                let (head, body, end) = layout_direct(file, &mut s.tail, start, &data, *alignment, head);
-                let padded_end = end.div_ceil(*alignment) * *alignment;
+            WriteFile::Direct(file) => {
+                let alignment = self
+                    .alignment
+                    .unwrap_or_else(|| unreachable!("a direct file has an alignment"));
+                let (head, body, end) = layout_direct(file, &mut s.tail, start, &data, alignment, head);
+                let padded_end = end.div_ceil(alignment) * alignment;
                 let preallocate = preallocation(&mut s.allocated_end, padded_end);
                 GroupPlan {
                     start,
@@ -570,14 +642,11 @@ impl SegmentAppender {
     /// Cuts the file at `len`, which must not be above what is written.
     /// Waits for writes in flight; nothing may be reserved beyond them.
     pub async fn truncate(&self, len: u64) -> Result<()> {
+        let file = self.file.get().await?;
         self.quiesce().await?;
         // No await from here on: no write can start meanwhile.
         assert!(len <= self.state.borrow().written_end, "truncate above the written end");
-        let fd = match &self.file {
-            WriteFile::Direct { file, .. } => file.as_raw_fd(),
-            WriteFile::Buffered(file) => file.as_raw_fd(),
-        };
-        crate::sys::truncate_fd(fd, len, &self.path)?;
+        crate::sys::truncate_fd(file.raw_fd(), len, &self.path)?;
         let mut s = self.state.borrow_mut();
         if s.allocated_end.is_some() {
             s.allocated_end = Some(len);
@@ -589,9 +658,9 @@ impl SegmentAppender {
     /// reloading the direct-mode tail block from the file.
     pub async fn reset_to(&self, len: u64, next: Offset) -> Result<()> {
         self.truncate(len).await?;
-        let tail = match &self.file {
-            WriteFile::Direct { alignment, .. } => read_tail(&self.path, len, *alignment).await?,
-            WriteFile::Buffered(_) => Vec::new(),
+        let tail = match self.alignment {
+            Some(alignment) => read_tail(&self.path, len, alignment).await?,
+            None => Vec::new(),
         };
         let mut s = self.state.borrow_mut();
         s.reserved_end = len;

@@ -40,6 +40,11 @@ impl SegmentFile {
         })
     }
 
+    /// [`SegmentFile::open`] in the shape a [`crate::file_cache::FileSlot`] takes.
+    pub fn open_boxed(path: PathBuf) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SegmentFile>>>> {
+        Box::pin(async move { SegmentFile::open(&path).await })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

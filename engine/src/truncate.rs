@@ -97,7 +97,7 @@ impl PartitionLog {
         for s in &removed {
             s.delete_files().await?;
         }
-        let fresh = Segment::create(&self.dir, offset, self.mode).await?;
+        let fresh = Segment::create(&self.dir, offset, self.mode, &self.file_cache).await?;
         self.segments.borrow_mut().push_back(Rc::new(fresh));
         self.cache.borrow_mut().clear();
         let cleared = self.epochs.borrow_mut().clear();
@@ -115,7 +115,7 @@ impl PartitionLog {
     async fn truncate_within(&self, offset: Offset) -> Result<Offset> {
         let segment = self.segment_for(offset).unwrap_or_else(|| self.active());
         // Find the cut before touching anything.
-        let reader = segment.reader();
+        let reader = segment.reader().await?;
         let seg_end = segment.readable_end();
         let (_, index_pos) = segment.index_lookup(offset);
         let (cut_pos, new_next) = match reader.find_offset(index_pos, offset, seg_end).await? {
@@ -146,7 +146,14 @@ impl PartitionLog {
         let appender = match segment.appender() {
             Some(a) => a,
             None => {
-                let a = SegmentAppender::open(&segment.paths().log, self.mode, seg_end, segment.next_offset()).await?;
+                let a = SegmentAppender::open(
+                    &segment.paths().log,
+                    self.mode,
+                    seg_end,
+                    segment.next_offset(),
+                    &self.file_cache,
+                )
+                .await?;
                 segment.set_appender(a);
                 segment.appender().unwrap_or_else(|| unreachable!())
             }
@@ -189,7 +196,7 @@ impl PartitionLog {
             }
         }
         let (_, mut pos) = segment.index_lookup(new_next);
-        let reader = segment.reader();
+        let reader = segment.reader().await?;
         let mut since_index = 0;
         while let Some(info) = reader.batch_at(pos, cut_pos).await? {
             let mut m = segment.meta_mut();

@@ -68,6 +68,7 @@ async fn node(id: BrokerId, dir: &Path, min_isr: usize) -> Node {
         clock: Rc::new(SystemClock),
         repair: Repair::Refuse,
         cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
+        file_cache: ferrite_engine::file_cache::FileCache::unbounded(),
     })
     .await
     .unwrap();

@@ -44,6 +44,7 @@ pub fn params(dir: &Path, config: LogConfig, mode: WriteMode, clock: Rc<dyn Cloc
         clock,
         repair: Repair::Refuse,
         cache_budget: ferrite_engine::batch_cache::CacheBudget::unshared(),
+        file_cache: ferrite_engine::file_cache::FileCache::unbounded(),
     }
 }
 
