@@ -35,6 +35,9 @@ pub struct BrokerConfig {
     /// `ferrite.log.cache.bytes.per.shard`: the bytes of recent batches a
     /// shard's partitions keep in memory together.
     pub cache_bytes_per_shard: usize,
+    /// `ferrite.log.open.files.per.shard`: segment files a shard keeps
+    /// open at most; 0 derives it from the open-files limit at start.
+    pub open_files_per_shard: usize,
     pub write_mode: WriteMode,
     /// `log.preallocate`: extend active segment files ahead of their
     /// writes (direct mode only).
@@ -154,6 +157,7 @@ impl Default for BrokerConfig {
             flush_scheduler_interval_ms: 1_000,
             checkpoint_interval_ms: 60_000,
             cache_bytes_per_shard: ferrite_engine::log_manager::CACHE_BYTES_PER_SHARD_DEFAULT,
+            open_files_per_shard: 0,
             write_mode: WriteMode::Direct,
             log_preallocate: false,
             recovery_repair: false,
@@ -283,6 +287,7 @@ impl BrokerConfig {
                 "log.flush.scheduler.interval.ms" => self.flush_scheduler_interval_ms = num(k, v)?,
                 "log.flush.offset.checkpoint.interval.ms" => self.checkpoint_interval_ms = num(k, v)?,
                 "ferrite.log.cache.bytes.per.shard" => self.cache_bytes_per_shard = num(k, v)?,
+                "ferrite.log.open.files.per.shard" => self.open_files_per_shard = num(k, v)?,
                 "log.write.mode" => {
                     self.write_mode = WriteMode::parse(v).ok_or_else(|| invalid(k, v, "expected direct or buffered"))?
                 }

@@ -87,6 +87,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("offset.metadata.max.bytes", Int, Some("4096"), "Longest metadata string an offset commit may carry."),
     b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests: drop the answer of every N-th produce (0: never)."),
     b!("ferrite.log.cache.bytes.per.shard", Long, Some("67108864"), "Ferrite: bytes of recent batches a shard's partitions keep in memory together; the longest cached go first."),
+    b!("ferrite.log.open.files.per.shard", Int, Some("0"), "Ferrite: segment files a shard keeps open at most, the least recently used closed beyond it; 0 derives it from the open-files limit, keeping a quarter (at least 1024) for connections."),
     b!("ferrite.shards", Int, Some("0"), "Ferrite: shards (threads), 0 for one per CPU."),
     b!("ferrite.cpu.pinning", String, Some("per-cpu"), "Ferrite: per-cpu pins each shard to a CPU; none leaves it to the kernel."),
     b!("ferrite.cpu.first", Int, Some("0"), "Ferrite: the CPU of shard 0 when pinned."),

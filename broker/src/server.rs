@@ -56,6 +56,7 @@ fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
     m.flush_scheduler_interval_ms = c.flush_scheduler_interval_ms;
     m.checkpoint_interval_ms = c.checkpoint_interval_ms;
     m.cache_bytes_per_shard = c.cache_bytes_per_shard;
+    m.open_files_per_shard = c.open_files_per_shard;
     m
 }
 
@@ -85,7 +86,8 @@ impl Server {
     /// starts listening. Returns once every shard serves.
     pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
         check_data_dir(&config.log_dir)?;
-        crate::open_files::raise_to_hard();
+        let mut config = config;
+        let (soft_limit, _) = crate::open_files::raise_to_hard();
         crate::metrics::install();
         let broker = BrokerMeta {
             id: BrokerId(config.broker_id),
@@ -120,12 +122,20 @@ impl Server {
             }
         };
         let store = Arc::new(Mutex::new(store));
-        let config = Arc::new(config);
         let shards = if config.shards == 0 {
             online_cpus()
         } else {
             config.shards
         };
+        if config.open_files_per_shard == 0 {
+            config.open_files_per_shard = crate::open_files::segment_files_per_shard(soft_limit, shards);
+        }
+        tracing::info!(
+            per_shard = config.open_files_per_shard,
+            shards,
+            "segment files kept open at most (ferrite.log.open.files.per.shard)"
+        );
+        let config = Arc::new(config);
         let init: InitFn<BrokerShard> = {
             let config = config.clone();
             Arc::new(move |id, handle| {

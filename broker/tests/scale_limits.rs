@@ -1,18 +1,73 @@
-//! A topic that the broker cannot create whole (here: too few open files
-//! left for its partitions' segment files) is refused with
-//! KAFKA_STORAGE_ERROR and leaves nothing behind — no partition directory,
-//! no metadata — and the broker keeps accepting connections and creating
-//! topics that fit.
+//! Partitions against the open-files limit.
+//!
+//! - More partitions than the limit has room for (two descriptors each if
+//!   every segment file stayed open) all take and serve writes: the shard's
+//!   file cache keeps at most `ferrite.log.open.files.per.shard` open, and
+//!   connections are still accepted.
+//! - A topic that the broker cannot create whole (here: a limit lowered
+//!   under the broker's feet, below what its cache counts on) is refused
+//!   with KAFKA_STORAGE_ERROR and leaves nothing behind — no partition
+//!   directory, no metadata — and the broker keeps accepting connections
+//!   and creating topics that fit.
 
 mod common;
 
 use std::process::Command;
 
-use common::cluster::{create_topic, metadata};
+use common::cluster::{consume_all, create_topic, metadata, produce};
 use common::Broker;
 
 fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+fn set_open_files_limit(pid: u32, limit: usize) {
+    let set = Command::new("prlimit")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg(format!("--nofile={limit}:{limit}"))
+        .status()
+        .expect("prlimit (util-linux)");
+    assert!(set.success(), "prlimit failed");
+}
+
+#[test]
+fn more_partitions_than_open_files_all_serve_and_connections_are_accepted() {
+    const PARTITIONS: i32 = 300;
+    const PER_SHARD: usize = 20;
+    let b = Broker::start(&[&format!("ferrite.log.open.files.per.shard={PER_SHARD}")]);
+    let pid = b.child.as_ref().expect("running").id();
+    // Room for 200 more descriptors: 300 partitions with their read and
+    // write descriptors open would need 600.
+    let limit = open_fds(pid) + 200;
+    set_open_files_limit(pid, limit);
+
+    assert_eq!(create_topic(&b.bootstrap(), "many", PARTITIONS, 1, &[]), 0);
+    // Each produce and fetch is a new connection.
+    for round in 0..2i64 {
+        for p in 0..PARTITIONS {
+            let value = format!("p{p}-r{round}");
+            assert_eq!(
+                produce(&b.bootstrap(), "many", p, 1, value.as_bytes()),
+                (0, round),
+                "produce {round} to partition {p}"
+            );
+        }
+        assert!(open_fds(pid) < limit, "descriptors: {} of {limit}", open_fds(pid));
+    }
+    for p in 0..PARTITIONS {
+        let values: Vec<Vec<u8>> = consume_all(&b.bootstrap(), "many", p)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        let expected: Vec<Vec<u8>> = (0..2).map(|r| format!("p{p}-r{r}").into_bytes()).collect();
+        assert_eq!(values, expected, "partition {p}");
+    }
+    // Two shards, each within its cap, plus connections and the like.
+    let fds = open_fds(pid);
+    assert!(fds < limit - 100, "descriptors: {fds} of {limit}");
+    let log = b.log_text();
+    assert!(!log.contains("Too many open files"), "the limit was hit: {log}");
 }
 
 #[test]
@@ -21,13 +76,7 @@ fn a_topic_that_cannot_be_created_whole_is_refused_and_leaves_nothing() {
     let pid = b.child.as_ref().expect("running").id();
     // Room for about 50 more partitions (two descriptors each).
     let limit = open_fds(pid) + 100;
-    let set = Command::new("prlimit")
-        .arg("--pid")
-        .arg(pid.to_string())
-        .arg(format!("--nofile={limit}:{limit}"))
-        .status()
-        .expect("prlimit (util-linux)");
-    assert!(set.success(), "prlimit failed");
+    set_open_files_limit(pid, limit);
 
     assert_eq!(
         create_topic(&b.bootstrap(), "too-big", 200, 1, &[]),
