@@ -311,6 +311,7 @@ impl BrokerShard {
         let me = self.broker_id();
         let mut wanted = std::collections::BTreeSet::new();
         let mut not_created = Vec::new();
+        let mut to_open = Vec::new();
         for t in meta.topics.values() {
             let config = self.topic_log_config(t);
             for p in &t.partitions {
@@ -319,17 +320,22 @@ impl BrokerShard {
                     continue;
                 }
                 wanted.insert(tp.clone());
-                let log = match self.logs.get_or_create(&tp, config.clone()).await {
-                    Ok(log) => log,
-                    Err(e) => {
-                        tracing::error!(tp = %tp, error = %e, "partition not served");
-                        crate::metrics::partition_not_created();
-                        not_created.push((tp.clone(), e.to_string()));
-                        continue;
+                to_open.push((tp, config.clone()));
+            }
+        }
+        let configs: BTreeMap<TopicPartition, LogConfig> = to_open.iter().cloned().collect();
+        for (tp, opened) in self.logs.get_or_create_many(to_open).await {
+            match opened {
+                Ok(log) => {
+                    let config = &configs[&tp];
+                    if log.config() != *config {
+                        log.set_config(config.clone());
                     }
-                };
-                if log.config() != config {
-                    log.set_config(config.clone());
+                }
+                Err(e) => {
+                    tracing::error!(tp = %tp, error = %e, "partition not served");
+                    crate::metrics::partition_not_created();
+                    not_created.push((tp, e.to_string()));
                 }
             }
         }

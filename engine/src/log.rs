@@ -165,6 +165,8 @@ pub struct PartitionLog {
     pub(crate) turns: crate::fifo::TurnOrder,
     pub(crate) flush_lock: Semaphore,
     pub(crate) checkpoint_lock: Semaphore,
+    /// What the checkpoint file says, once a store succeeded.
+    pub(crate) last_checkpoint: std::cell::Cell<Option<Checkpoint>>,
     /// The leader epochs of the log and where each starts.
     pub(crate) epochs: RefCell<LeaderEpochCache>,
     /// `epochs` differs from the leader-epoch file (or may: a write of it
@@ -746,7 +748,29 @@ impl PartitionLog {
             recovery: self.recovery_point.get(),
             shutdown,
         };
-        cp.store(&self.dir).await
+        // Unknown until this store succeeds (a failed one may have left
+        // either file).
+        self.last_checkpoint.set(None);
+        cp.store(&self.dir).await?;
+        self.last_checkpoint.set(Some(cp));
+        Ok(())
+    }
+
+    /// The periodic checkpoint: written only when it would say something
+    /// new (an idle partition's costs nothing; a shard of thousands of
+    /// partitions otherwise fsyncs each of them every interval).
+    pub async fn refresh_checkpoint(&self) -> Result<bool> {
+        let _permit = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
+        let now = Checkpoint {
+            log_start: self.log_start_offset(),
+            recovery: self.recovery_point.get(),
+            shutdown: Shutdown::Unclean,
+        };
+        if self.last_checkpoint.get() == Some(now) {
+            return Ok(false);
+        }
+        self.store_checkpoint(Shutdown::Unclean).await?;
+        Ok(true)
     }
 }
 

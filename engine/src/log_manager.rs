@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use crate::batch_cache::CacheBudget;
-use crate::checkpoint::Shutdown;
 use crate::clock::Clock;
 use crate::error::{EngineError, Result};
 use crate::file_cache::{FileCache, FileCacheStats};
@@ -49,6 +50,13 @@ pub struct LogManagerConfig {
 
 /// The default of [`LogManagerConfig::cache_bytes_per_shard`].
 pub const CACHE_BYTES_PER_SHARD_DEFAULT: usize = 64 << 20;
+
+/// Partitions a shard opens, creates or closes at once. Opening a log waits on a
+/// few fsyncs (its directory, its checkpoint files); one at a time, a
+/// shard created about 140 partitions a second on the development
+/// machine, while concurrent fsyncs share the file system's journal
+/// commits.
+pub const OPENS_IN_FLIGHT_MAX: usize = 64;
 
 /// The default of [`LogManagerConfig::open_files_per_shard`] when nothing
 /// derives it from the process's open-files limit.
@@ -129,12 +137,23 @@ impl LogManager {
             stopping: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
         });
-        for tp in manager.partitions_on_disk()? {
-            if shard_for(&tp, shard_count) != shard {
-                continue;
-            }
+        let mine: Vec<(TopicPartition, OpenParams)> = manager
+            .partitions_on_disk()?
+            .into_iter()
+            .filter(|tp| shard_for(tp, shard_count) == shard)
+            .map(|tp| {
+                let params = manager.params(&tp, config_for(&tp));
+                (tp, params)
+            })
+            .collect();
+        let opened = futures::stream::iter(mine)
+            .map(|(tp, params)| async move { (tp, PartitionLog::open(params).await) })
+            .buffer_unordered(OPENS_IN_FLIGHT_MAX)
+            .collect::<Vec<_>>()
+            .await;
+        for (tp, opened) in opened {
             // One damaged partition must not keep the others offline.
-            match PartitionLog::open(manager.params(&tp, config_for(&tp))).await {
+            match opened {
                 Ok(log) => {
                     manager.logs.borrow_mut().insert(tp, log);
                 }
@@ -250,6 +269,22 @@ impl LogManager {
         Ok(log)
     }
 
+    /// [`LogManager::get_or_create`] for many partitions, up to
+    /// [`OPENS_IN_FLIGHT_MAX`] at once; the results in the order given.
+    pub async fn get_or_create_many(
+        &self,
+        wanted: Vec<(TopicPartition, LogConfig)>,
+    ) -> Vec<(TopicPartition, Result<Rc<PartitionLog>>)> {
+        futures::stream::iter(wanted)
+            .map(|(tp, config)| async move {
+                let log = self.get_or_create(&tp, config).await;
+                (tp, log)
+            })
+            .buffered(OPENS_IN_FLIGHT_MAX)
+            .collect()
+            .await
+    }
+
     /// The log of `tp`, created with `config` if it does not exist.
     pub async fn get_or_create(&self, tp: &TopicPartition, config: LogConfig) -> Result<Rc<PartitionLog>> {
         if let Some(log) = self.get(tp) {
@@ -330,7 +365,7 @@ impl LogManager {
             if log.is_poisoned() {
                 continue;
             }
-            if let Err(e) = log.write_checkpoint(Shutdown::Unclean).await {
+            if let Err(e) = log.refresh_checkpoint().await {
                 tracing::error!(tp = %log.topic_partition(), error = %e, "checkpoint failed");
             }
         }
@@ -370,11 +405,15 @@ impl LogManager {
         for t in self.tasks.borrow_mut().drain(..) {
             t.cancel();
         }
-        for log in self.snapshot() {
-            if let Err(e) = log.close().await {
-                tracing::error!(tp = %log.topic_partition(), error = %e, "close failed; the log will be recovered on the next start");
-            }
-        }
+        // Each close waits on a few fsyncs: many at once share the file
+        // system's journal commits.
+        futures::stream::iter(self.snapshot())
+            .for_each_concurrent(OPENS_IN_FLIGHT_MAX, |log| async move {
+                if let Err(e) = log.close().await {
+                    tracing::error!(tp = %log.topic_partition(), error = %e, "close failed; the log will be recovered on the next start");
+                }
+            })
+            .await;
     }
 }
 

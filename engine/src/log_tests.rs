@@ -182,3 +182,34 @@ fn a_replica_append_keeps_no_reference_to_its_bytes() {
         assert!(matches!(read.region, ReadRegion::Cached(_)), "served from the cache");
     });
 }
+
+/// The periodic checkpoint of an idle log writes nothing; once the recovery
+/// point moves (a flush), it writes the new one.
+#[test]
+fn the_periodic_checkpoint_is_written_only_when_it_changed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run(async {
+        let log = open(dir.path(), LogConfig::default()).await;
+        let file = dir.path().join(crate::checkpoint::FILE_NAME);
+        let modified = || std::fs::metadata(&file).expect("checkpoint").modified().expect("mtime");
+        let opened = modified();
+        assert!(
+            !log.refresh_checkpoint().await.expect("refresh"),
+            "nothing changed since open"
+        );
+        assert_eq!(modified(), opened);
+        log.append(batch(b"one"), LEADER).await.expect("append");
+        log.flush().await.expect("flush");
+        let rp = log.recovery_point();
+        assert_eq!(rp.offset, Offset(1));
+        // Whether the flush wrote it or the refresh does, the file ends up
+        // with the new recovery point, and a second refresh is a no-op.
+        log.refresh_checkpoint().await.expect("refresh");
+        let on_disk = crate::checkpoint::Checkpoint::load(dir.path())
+            .await
+            .expect("load")
+            .expect("present");
+        assert_eq!(on_disk.recovery, rp);
+        assert!(!log.refresh_checkpoint().await.expect("refresh"));
+    });
+}

@@ -200,6 +200,7 @@ impl PartitionLog {
             turns: crate::fifo::TurnOrder::new(),
             flush_lock: Semaphore::new(1),
             checkpoint_lock: Semaphore::new(1),
+            last_checkpoint: std::cell::Cell::new(None),
             epochs: std::cell::RefCell::new(epochs),
             epochs_dirty: std::cell::Cell::new(false),
             retention_limit: std::cell::Cell::new(None),

@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use futures::StreamExt;
+
 use ferrite_controller::control::{ControllerRequest, DeleteData, PartitionInfo};
 use ferrite_controller::partition_state::ControllerEpoch;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
@@ -131,11 +133,14 @@ async fn leader_and_isr(
 ) -> Vec<LeaderAndIsrTopicError> {
     let mut by_topic: BTreeMap<[u8; 16], Vec<LeaderAndIsrPartitionError>> = BTreeMap::new();
     let mut order: Vec<[u8; 16]> = Vec::new();
-    for info in partitions {
-        let owner = shard.owner(&info.partition);
-        let (topic_id, index) = (info.topic_id, info.partition.partition);
-        let result = shard
-            .run_on(owner, move |s: Rc<BrokerShard>| async move {
+    // Partitions apply independently; many at once, since creating a log
+    // waits on fsyncs (LeaderAndIsr for a new topic of thousands of
+    // partitions). The answers keep the request's order.
+    let applied = futures::stream::iter(partitions)
+        .map(|info| {
+            let owner = shard.owner(&info.partition);
+            let (topic_id, index) = (info.topic_id, info.partition.partition);
+            let apply = shard.run_on(owner, move |s: Rc<BrokerShard>| async move {
                 let Some(replicas) = s.replicas.clone() else {
                     return ErrorCode::NotController;
                 };
@@ -146,9 +151,13 @@ async fn leader_and_isr(
                         error_map::replica_op(&e)
                     }
                 }
-            })
-            .await
-            .unwrap_or_else(|e| error_map::engine(&e));
+            });
+            async move { (topic_id, index, apply.await.unwrap_or_else(|e| error_map::engine(&e))) }
+        })
+        .buffered(ferrite_engine::log_manager::OPENS_IN_FLIGHT_MAX)
+        .collect::<Vec<_>>()
+        .await;
+    for (topic_id, index, result) in applied {
         if !by_topic.contains_key(&topic_id) {
             order.push(topic_id);
         }
