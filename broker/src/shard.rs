@@ -101,6 +101,12 @@ pub struct BrokerShard {
     /// their in-flight requests and close.
     pub stopping: Cell<bool>,
     pub stop_signal: Notify,
+    /// Long-polling fetches of other shards waiting on partitions of this
+    /// one (`handlers::fetch_wait`), by id: notified to end such a wait
+    /// early once its fetch is done.
+    pub(crate) remote_waits: RefCell<BTreeMap<u64, Rc<Notify>>>,
+    /// The last id this shard gave a wait of its own on another shard.
+    pub(crate) remote_wait_seq: Cell<u64>,
     connections: Cell<usize>,
     connections_changed: Notify,
     /// One metadata installation at a time on this shard.
@@ -144,6 +150,8 @@ impl BrokerShard {
             store: store.map(RefCell::new),
             stopping: Cell::new(false),
             stop_signal: Notify::new(),
+            remote_waits: RefCell::new(BTreeMap::new()),
+            remote_wait_seq: Cell::new(0),
             connections: Cell::new(0),
             connections_changed: Notify::new(),
             install_lock: glommio::sync::Semaphore::new(1),

@@ -158,3 +158,84 @@ fn connections_are_spread_evenly_over_the_shards() {
     assert_eq!(connections(&text), [4.0, 4.0], "connections by shard\n{text}");
     drop(clients);
 }
+
+fn fetch_both(max_wait_ms: i32, offsets: [i64; 2]) -> km::FetchRequest {
+    let part = |index: i32| {
+        km::fetch_request::FetchPartition::default()
+            .with_partition(index)
+            .with_fetch_offset(offsets[index as usize])
+            .with_partition_max_bytes(1 << 20)
+    };
+    km::FetchRequest::default()
+        .with_replica_id(km::BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![km::fetch_request::FetchTopic::default()
+            .with_topic(TopicName(s("waits")))
+            .with_partitions(vec![part(0), part(1)])])
+}
+
+/// A long-polling fetch over partitions on both shards waits without
+/// polling the other shard (a handful of cross-shard messages, not one
+/// every few milliseconds), and an append on either shard wakes it at once.
+#[test]
+fn a_long_poll_across_shards_waits_on_signals_not_a_timer() {
+    let metrics_port = free_port();
+    let b = Broker::start(&[
+        &format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}"),
+        "num.partitions=2",
+    ]);
+    let mut producer = Client::connect(b.addr());
+    let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[b"x"]));
+    let produce = |c: &mut Client, index: i32| {
+        let req = km::ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+                .with_name(TopicName(s("waits")))
+                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                    .with_index(index)
+                    .with_records(Some(batch.clone()))])]);
+        let r = c.call(&req, 9);
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    };
+    produce(&mut producer, 0);
+    produce(&mut producer, 1);
+    let mut consumer = Client::connect(b.addr());
+
+    // Nothing new: the fetch waits its whole 1.5 s.
+    let before = value(&scrape(metrics_port), "ferrite_cross_shard_calls_total").unwrap_or(0.0);
+    let start = Instant::now();
+    let r = consumer.call(&fetch_both(1500, [1, 1]), 11);
+    let waited = start.elapsed();
+    let after = value(&scrape(metrics_port), "ferrite_cross_shard_calls_total").unwrap_or(0.0);
+    assert!(r.responses[0].partitions.iter().all(|p| p.error_code == 0));
+    assert!(waited >= Duration::from_millis(1400), "answered after {waited:?}");
+    assert!(
+        after - before <= 10.0,
+        "{} cross-shard calls during one idle long poll",
+        after - before
+    );
+
+    // An append to either partition (one of them on the other shard)
+    // ends a 10 s wait at once.
+    for (index, offsets) in [(0, [1, 1]), (1, [2, 1])] {
+        consumer.send(&fetch_both(10_000, offsets), 11);
+        std::thread::sleep(Duration::from_millis(300));
+        let start = Instant::now();
+        produce(&mut producer, index);
+        let r = consumer.response::<km::FetchRequest>(11).expect("fetch answered");
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_secs(3),
+            "woken after {took:?} by partition {index}"
+        );
+        let p = &r.responses[0].partitions[index as usize];
+        assert!(
+            p.records.as_ref().is_some_and(|b| !b.is_empty()),
+            "partition {index}'s new record"
+        );
+    }
+}

@@ -123,6 +123,10 @@ impl LogManager {
             .map_err(|e| EngineError::io("resolve data directory", &config.data_dir, e))?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| EngineError::io("create data directory", &config.data_dir, e))?;
+        // Before anything opens files concurrently: glommio learns the
+        // device from the first O_DIRECT file a thread opens (reading sysfs,
+        // and panicking if that read fails, as it does out of descriptors).
+        crate::sys::prime_dma_probe(&config.data_dir).await?;
         let cache_budget = CacheBudget::new(config.cache_bytes_per_shard);
         let file_cache = FileCache::new(config.open_files_per_shard);
         let manager = Rc::new(LogManager {

@@ -53,7 +53,10 @@ pub async fn prime_dma_probe(dir: &Path) -> Result<()> {
     if PROBED.with(|p| p.borrow().contains(&dev)) {
         return Ok(());
     }
-    let path = dir.join(".ferrite-dma-probe");
+    // A name of its own: shards probe the same directory at once.
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!(".ferrite-dma-probe-{n}"));
     std::fs::write(&path, vec![0u8; 4096]).map_err(|e| EngineError::io("write probe file", &path, e))?;
     let opened = glommio::io::DmaFile::open(&path).await;
     let _ = std::fs::remove_file(&path);

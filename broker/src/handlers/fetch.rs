@@ -12,22 +12,16 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use ferrite_engine::{EngineError, LeaderEpoch, Offset, PartitionLog, ReadRegion, SizeLimit, TopicPartition};
+use ferrite_engine::{EngineError, LeaderEpoch, Offset, PartitionLog, ReadRegion, ShardId, SizeLimit, TopicPartition};
 use ferrite_replication::{BrokerId, RoleKind};
 
-use super::fetch_wait::Watches;
+use super::fetch_wait::{generation_on_owner, Fetcher, Watches};
 use crate::error_map;
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::fetch::{encode_response, FetchPartitionResponse, FetchRequest, FetchTopicResponse};
 use crate::protocol::response::{Chunk, FileChunk, ResponseBuilder};
 use crate::shard::BrokerShard;
 
-/// How often a long-polling consumer fetch looks again at partitions owned
-/// by other shards (those on its own shard wake it when they change).
-const FETCH_POLL_MS: u64 = 10;
-/// The same for a follower's fetch: its next fetch is what moves the high
-/// watermark, so acks=all latency waits on this.
-const REPLICA_FETCH_POLL_MS: u64 = 2;
 /// Largest fetch response, whatever the request asks (Kafka's broker
 /// `fetch.max.bytes` default).
 pub const FETCH_RESPONSE_BYTES_MAX: u64 = 55 << 20;
@@ -38,6 +32,9 @@ struct PartRead {
     log_start: i64,
     chunks: Vec<Chunk>,
     bytes: u64,
+    /// Read on another shard: the generation of the partition's wait
+    /// signal there, read before the read (`fetch_wait`).
+    remote_seen: Option<(ShardId, u64)>,
 }
 
 fn dup(fd: i32) -> std::io::Result<OwnedFd> {
@@ -116,11 +113,22 @@ async fn read_on_owner(
     who: Requester,
 ) -> PartRead {
     let owner = shard.owner(&tp);
+    let remote = owner != shard.id;
+    let fetcher = if who.replica.is_some() {
+        Fetcher::Follower
+    } else {
+        Fetcher::Consumer
+    };
     let result = shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
+            let seen = if remote {
+                generation_on_owner(&s, &tp, fetcher)
+            } else {
+                None
+            };
             let (log, read_to, hw) = match read_bounds(&s, &tp, who).await {
                 Ok(b) => b,
-                Err(code) => return Ok::<_, EngineError>((Err(code), -1, -1)),
+                Err(code) => return Ok::<_, EngineError>((Err(code), -1, -1, seen)),
             };
             let start = log.log_start_offset().0;
             let limit = if first {
@@ -134,7 +142,7 @@ async fn read_on_owner(
             };
             let read = match read {
                 Ok(r) => r,
-                Err(e) => return Ok::<_, EngineError>((Err(error_map::engine(&e)), hw.0, start)),
+                Err(e) => return Ok::<_, EngineError>((Err(error_map::engine(&e)), hw.0, start, seen)),
             };
             let chunks = match read.region {
                 ReadRegion::Empty => Vec::new(),
@@ -152,11 +160,11 @@ async fn read_on_owner(
                     })]
                 }
             };
-            Ok((Ok(chunks), hw.0, start))
+            Ok((Ok(chunks), hw.0, start, seen))
         })
         .await;
     match result {
-        Ok(Ok((Ok(chunks), hw, start))) => {
+        Ok(Ok((Ok(chunks), hw, start, seen))) => {
             let bytes = chunks.iter().map(Chunk::len).sum();
             PartRead {
                 error: ErrorCode::None,
@@ -164,14 +172,16 @@ async fn read_on_owner(
                 log_start: start,
                 chunks,
                 bytes,
+                remote_seen: seen.map(|g| (owner, g)),
             }
         }
-        Ok(Ok((Err(error), hw, start))) => PartRead {
+        Ok(Ok((Err(error), hw, start, seen))) => PartRead {
             error,
             high_watermark: hw,
             log_start: start,
             chunks: Vec::new(),
             bytes: 0,
+            remote_seen: seen.map(|g| (owner, g)),
         },
         Ok(Err(e)) | Err(e) => PartRead {
             error: error_map::engine(&e),
@@ -179,11 +189,21 @@ async fn read_on_owner(
             log_start: -1,
             chunks: Vec::new(),
             bytes: 0,
+            remote_seen: None,
         },
     }
 }
 
-async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopicResponse>, u64, bool) {
+/// What one pass over a fetch's partitions found.
+struct FetchPass {
+    topics: Vec<FetchTopicResponse>,
+    bytes: u64,
+    any_error: bool,
+    /// Partitions read on other shards, with their signal's generation there.
+    remote: Vec<(ShardId, TopicPartition, u64)>,
+}
+
+async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
     let asked = if f.max_bytes > 0 {
         f.max_bytes as u64
     } else {
@@ -194,6 +214,7 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
     let mut any_error = false;
     let meta = shard.meta();
     let mut topics = Vec::with_capacity(f.topics.len());
+    let mut remote = Vec::new();
     for t in &f.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
@@ -205,6 +226,7 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
                     log_start: -1,
                     chunks: Vec::new(),
                     bytes: 0,
+                    remote_seen: None,
                 }
             } else {
                 let max = (p.partition_max_bytes.max(0) as u64).min(budget) as usize;
@@ -217,6 +239,9 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
                 read_on_owner(shard, tp, p.fetch_offset, max, total == 0, who).await
             };
             any_error |= read.error != ErrorCode::None;
+            if let Some((owner, seen)) = read.remote_seen {
+                remote.push((owner, TopicPartition::new(t.topic.clone(), p.partition), seen));
+            }
             crate::metrics::fetched(&t.topic, read.bytes);
             total += read.bytes;
             budget = budget.saturating_sub(read.bytes);
@@ -234,30 +259,33 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> (Vec<FetchTopi
             partitions,
         });
     }
-    (topics, total, any_error)
+    FetchPass {
+        topics,
+        bytes: total,
+        any_error,
+        remote,
+    }
 }
 
 pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
     let wait = Duration::from_millis((f.max_wait_ms.max(0) as u64).min(shard.config.fetch_wait_ms_max));
     let deadline = Instant::now() + wait;
-    let poll = Duration::from_millis(if f.replica_id >= 0 {
-        REPLICA_FETCH_POLL_MS
-    } else {
-        FETCH_POLL_MS
-    });
     loop {
         // A fetch that will not wait (max_wait_ms 0) needs no signals.
         let watches = (!wait.is_zero()).then(|| Watches::take(shard, &f));
-        let (topics, bytes, any_error) = fetch_once(shard, &f).await;
-        let enough = bytes >= f.min_bytes.max(0) as u64;
-        let done = enough || any_error || Instant::now() >= deadline || shard.stopping.get();
+        let pass = fetch_once(shard, &f).await;
+        let enough = pass.bytes >= f.min_bytes.max(0) as u64;
+        let done = enough || pass.any_error || Instant::now() >= deadline || shard.stopping.get();
         match watches {
-            Some(watches) if !done => {
-                drop(topics);
-                watches.wait(shard, deadline, poll).await;
+            Some(mut watches) if !done => {
+                drop(pass.topics);
+                for (owner, tp, seen) in pass.remote {
+                    watches.add_remote(owner, tp, seen);
+                }
+                watches.wait(shard, deadline).await;
             }
             _ => {
-                encode_response(b, v, flexible, 0, topics);
+                encode_response(b, v, flexible, 0, pass.topics);
                 return;
             }
         }

@@ -1,8 +1,9 @@
 //! Long polling by signal: a fetch that found fewer than `min_bytes` waits
 //! until one of its partitions may have more, its deadline passes, or the
-//! broker stops — Kafka's fetch purgatory, keyed by partition.
+//! broker stops — Kafka's fetch purgatory, keyed by partition. Nothing is
+//! polled at an interval.
 //!
-//! What signals a partition owned by the fetch's own shard:
+//! What signals a partition:
 //! - a follower's fetch in a cluster: an append reserving bytes
 //!   ([`PartitionLog::reserved_moved`]), since followers may read batches
 //!   whose write is still under way ([`PartitionLog::read_for_replica`]);
@@ -11,20 +12,28 @@
 //! - a consumer's fetch in a cluster: the high watermark moving
 //!   ([`LocalReplica::hw_changed`]), since consumers read only below it.
 //!
-//! A partition owned by another shard has no signal here (crossing shards
-//! is a message, and a wake-up message per append would cost more than it
-//! saves); while a fetch names one, it also looks again every poll interval.
-//!
-//! The generations are read before the fetch reads its partitions, and the
-//! wait compares against them, so an append that lands while the fetch is
-//! reading wakes the wait at once instead of being missed.
+//! Signals are shard-local. For the partitions its own shard owns, a fetch
+//! reads their generations before reading them, and waits on them. For a
+//! partition owned by another shard, the owner reads the generation when
+//! it reads the partition for the fetch ([`signal_for`] there), and the
+//! wait sends each such shard one message: a task there waits on its
+//! partitions against those generations and answers when one moved or the
+//! deadline passed. A wait that ends otherwise first tells the shards
+//! whose task has not answered to end it ([`cancel_on_owner`]). So a
+//! waiting fetch costs two or three messages per shard involved, and an
+//! append none; an append that lands between the read and the wait wakes
+//! it at once instead of being missed.
 
-use std::future::poll_fn;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ferrite_engine::{PartitionLog, TopicPartition};
+use ferrite_engine::notify::Notify;
+use ferrite_engine::{PartitionLog, ShardId, TopicPartition};
 use ferrite_replication::LocalReplica;
 
 use crate::protocol::fetch::FetchRequest;
@@ -37,7 +46,7 @@ enum Signal {
 }
 
 impl Signal {
-    fn notify(&self) -> &ferrite_engine::notify::Notify {
+    fn notify(&self) -> &Notify {
         match self {
             Signal::LogEnd(log) => log.end_moved(),
             Signal::Reserved(log) => log.reserved_moved(),
@@ -46,60 +55,87 @@ impl Signal {
     }
 }
 
-/// What one long-polling fetch waits on, with each signal's generation as
-/// it was before the fetch read its partitions.
+/// Whose fetch it is: what moves a partition's signal depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fetcher {
+    Follower,
+    Consumer,
+}
+
+impl Fetcher {
+    pub(crate) fn of(f: &FetchRequest) -> Fetcher {
+        if f.replica_id >= 0 {
+            Fetcher::Follower
+        } else {
+            Fetcher::Consumer
+        }
+    }
+}
+
+/// The signal of `tp` on `shard`, its owner; `None` when it holds no such
+/// partition.
+fn signal_for(shard: &BrokerShard, tp: &TopicPartition, fetcher: Fetcher) -> Option<Signal> {
+    match &shard.replicas {
+        None => shard.local_log(tp).map(Signal::LogEnd),
+        Some(replicas) => replicas.get(tp).map(|r| match fetcher {
+            Fetcher::Follower => Signal::Reserved(r.log().clone()),
+            Fetcher::Consumer => Signal::HighWatermark(r),
+        }),
+    }
+}
+
+/// The generation of `tp`'s signal on its owner `shard`, read before the
+/// owner reads the partition for a fetch.
+pub(crate) fn generation_on_owner(shard: &BrokerShard, tp: &TopicPartition, fetcher: Fetcher) -> Option<u64> {
+    signal_for(shard, tp, fetcher).map(|s| s.notify().generation())
+}
+
+/// What one long-polling fetch waits on: each local signal with its
+/// generation as it was before the fetch read its partitions, and the
+/// partitions of other shards with the generations their owners read.
 pub(crate) struct Watches {
+    fetcher: Fetcher,
     signals: Vec<(Signal, u64)>,
+    remote: BTreeMap<ShardId, Vec<(TopicPartition, u64)>>,
     stop_seen: u64,
-    /// Some partition is on another shard: look again every poll interval.
-    remote: bool,
 }
 
 impl Watches {
-    /// Reads the signals of every partition `f` names; call it before
-    /// reading them.
+    /// Reads the signals of every partition of this shard that `f` names;
+    /// call it before reading them.
     pub(crate) fn take(shard: &BrokerShard, f: &FetchRequest) -> Watches {
-        let follower = f.replica_id >= 0;
+        let fetcher = Fetcher::of(f);
         let mut signals = Vec::new();
-        let mut remote = false;
         for t in &f.topics {
             for p in &t.partitions {
                 let tp = TopicPartition::new(t.topic.clone(), p.partition);
                 if shard.owner(&tp) != shard.id {
-                    remote = true;
                     continue;
                 }
-                let signal = match &shard.replicas {
-                    None => shard.local_log(&tp).map(Signal::LogEnd),
-                    Some(replicas) => replicas.get(&tp).map(|r| {
-                        if follower {
-                            Signal::Reserved(r.log().clone())
-                        } else {
-                            Signal::HighWatermark(r)
-                        }
-                    }),
-                };
-                if let Some(signal) = signal {
+                if let Some(signal) = signal_for(shard, &tp, fetcher) {
                     let seen = signal.notify().generation();
                     signals.push((signal, seen));
                 }
             }
         }
         Watches {
+            fetcher,
             signals,
+            remote: BTreeMap::new(),
             stop_seen: shard.stop_signal.generation(),
-            remote,
         }
     }
 
-    /// Waits until a signal moved past its generation, `deadline`, or (with
-    /// a partition on another shard) `poll`.
-    pub(crate) async fn wait(&self, shard: &BrokerShard, deadline: Instant, poll: Duration) {
-        let mut left = deadline.saturating_duration_since(Instant::now());
-        if self.remote {
-            left = left.min(poll);
-        }
-        let signalled = poll_fn(|cx| {
+    /// A partition of shard `owner`, whose signal was at `seen` when the
+    /// owner read it.
+    pub(crate) fn add_remote(&mut self, owner: ShardId, tp: TopicPartition, seen: u64) {
+        self.remote.entry(owner).or_default().push((tp, seen));
+    }
+
+    /// Waits until a signal moved past its generation, or `deadline`.
+    pub(crate) async fn wait(self, shard: &Rc<BrokerShard>, deadline: Instant) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let local = poll_fn(|cx| {
             if shard.stop_signal.poll_changed_since(self.stop_seen, cx).is_ready() {
                 return Poll::Ready(());
             }
@@ -110,6 +146,92 @@ impl Watches {
             }
             Poll::Pending
         });
+        let mut pending: Vec<(ShardId, u64, Rc<Cell<bool>>)> = Vec::new();
+        let mut remote: Vec<Pin<Box<dyn Future<Output = ()>>>> = Vec::new();
+        for (owner, parts) in self.remote {
+            let seq = shard.remote_wait_seq.get() + 1;
+            shard.remote_wait_seq.set(seq);
+            let id = ((shard.id.0 as u64) << 48) | seq;
+            let answered = Rc::new(Cell::new(false));
+            pending.push((owner, id, answered.clone()));
+            let fetcher = self.fetcher;
+            let asked = shard.run_on(owner, move |s: Rc<BrokerShard>| async move {
+                wait_on_owner(s, id, fetcher, parts, deadline).await
+            });
+            remote.push(Box::pin(async move {
+                let _ = asked.await;
+                answered.set(true);
+            }));
+        }
+        let any_remote = async move {
+            if remote.is_empty() {
+                std::future::pending::<()>().await;
+            } else {
+                futures::future::select_all(remote).await;
+            }
+        };
+        futures_lite::future::or(local, futures_lite::future::or(any_remote, glommio::timer::sleep(left))).await;
+        for (owner, id, answered) in pending {
+            if !answered.get() {
+                cancel_on_owner(shard, owner, id);
+            }
+        }
+    }
+}
+
+/// On the owner: waits until one of `parts` moved past the generation it
+/// had when read, `deadline`, the broker stopping, or a cancel.
+async fn wait_on_owner(
+    shard: Rc<BrokerShard>,
+    id: u64,
+    fetcher: Fetcher,
+    parts: Vec<(TopicPartition, u64)>,
+    deadline: Instant,
+) {
+    let cancel = Rc::new(Notify::new());
+    shard.remote_waits.borrow_mut().insert(id, cancel.clone());
+    let stop_seen = shard.stop_signal.generation();
+    let signals: Vec<(Signal, u64)> = parts
+        .iter()
+        .filter_map(|(tp, seen)| signal_for(&shard, tp, fetcher).map(|s| (s, *seen)))
+        .collect();
+    // A partition gone since the read (moved, deleted): the fetch reads
+    // again and reports it.
+    let gone = signals.len() < parts.len();
+    let left = deadline.saturating_duration_since(Instant::now());
+    if !gone && !shard.stopping.get() {
+        let signalled = poll_fn(|cx| {
+            if cancel.poll_changed_since(0, cx).is_ready() {
+                return Poll::Ready(());
+            }
+            if shard.stop_signal.poll_changed_since(stop_seen, cx).is_ready() {
+                return Poll::Ready(());
+            }
+            for (signal, seen) in &signals {
+                if signal.notify().poll_changed_since(*seen, cx).is_ready() {
+                    return Poll::Ready(());
+                }
+            }
+            Poll::Pending
+        });
         futures_lite::future::or(signalled, glommio::timer::sleep(left)).await;
     }
+    shard.remote_waits.borrow_mut().remove(&id);
+}
+
+/// Ends wait `id` on `owner` if it is still there (it may have answered
+/// meanwhile). Sent and not awaited.
+fn cancel_on_owner(shard: &Rc<BrokerShard>, owner: ShardId, id: u64) {
+    let shard = shard.clone();
+    glommio::spawn_local(async move {
+        let _ = shard
+            .run_on(owner, move |s: Rc<BrokerShard>| async move {
+                let waiting = s.remote_waits.borrow_mut().remove(&id);
+                if let Some(cancel) = waiting {
+                    cancel.notify_all();
+                }
+            })
+            .await;
+    })
+    .detach();
 }
