@@ -239,3 +239,94 @@ fn a_long_poll_across_shards_waits_on_signals_not_a_timer() {
         );
     }
 }
+
+fn fetch_of(topic: &str, partitions: &[i32], max_wait_ms: i32) -> km::FetchRequest {
+    let parts = partitions
+        .iter()
+        .map(|&index| {
+            km::fetch_request::FetchPartition::default()
+                .with_partition(index)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)
+        })
+        .collect();
+    km::FetchRequest::default()
+        .with_replica_id(km::BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(16 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![km::fetch_request::FetchTopic::default()
+            .with_topic(TopicName(s(topic)))
+            .with_partitions(parts)])
+}
+
+/// A fetch whose partitions all live on one other shard (what a follower's
+/// fetcher sends) costs a constant number of cross-shard messages, not one
+/// per partition: it runs on that shard whole.
+#[test]
+fn a_fetch_of_partitions_on_one_other_shard_crosses_once() {
+    let metrics_port = free_port();
+    let b = Broker::start(&[
+        &format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}"),
+        "num.partitions=24",
+    ]);
+    let mut producer = Client::connect(b.addr());
+    let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[b"x"]));
+    for index in 0..24 {
+        let req = km::ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+                .with_name(TopicName(s("spread")))
+                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                    .with_index(index)
+                    .with_records(Some(batch.clone()))])]);
+        let r = producer.call(&req, 9);
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0, "partition {index}");
+    }
+    let calls = || value(&scrape(metrics_port), "ferrite_cross_shard_calls_total").unwrap_or(0.0);
+    let mut consumer = Client::connect(b.addr());
+    // Which partitions are on the other shard than this connection's: a
+    // fetch of one of them alone crosses.
+    let mut remote = Vec::new();
+    for index in 0..24 {
+        let before = calls();
+        let r = consumer.call(&fetch_of("spread", &[index], 0), 11);
+        assert_eq!(r.responses[0].partitions[0].error_code, 0);
+        if calls() > before {
+            remote.push(index);
+        }
+    }
+    assert!(remote.len() >= 4, "only {remote:?} on the other shard");
+
+    let before = calls();
+    let r = consumer.call(&fetch_of("spread", &remote, 0), 11);
+    let crossed = calls() - before;
+    assert!(r.responses[0]
+        .partitions
+        .iter()
+        .all(|p| p.error_code == 0 && p.records.as_ref().is_some_and(|b| !b.is_empty())));
+    assert!(
+        crossed <= 2.0,
+        "{crossed} cross-shard calls for one fetch of {} partitions",
+        remote.len()
+    );
+
+    // A long poll of them past their ends: still a handful.
+    let mut waiting = fetch_of("spread", &remote, 800);
+    for t in &mut waiting.topics {
+        for p in &mut t.partitions {
+            p.fetch_offset = 1;
+        }
+    }
+    let before = calls();
+    let r = consumer.call(&waiting, 11);
+    let crossed = calls() - before;
+    assert!(r.responses[0].partitions.iter().all(|p| p.error_code == 0));
+    assert!(
+        crossed <= 2.0,
+        "{crossed} cross-shard calls for one long poll of {} partitions",
+        remote.len()
+    );
+}

@@ -270,10 +270,55 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
 pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
     let wait = Duration::from_millis((f.max_wait_ms.max(0) as u64).min(shard.config.fetch_wait_ms_max));
     let deadline = Instant::now() + wait;
+    // A fetch whose partitions all live on one other shard (a follower's:
+    // its fetchers go by shard, and partitions map to the same shard on
+    // every broker) runs there whole: one message each way, instead of one
+    // per partition read and per wait.
+    if let Some(owner) = sole_owner(shard, &f).filter(|o| *o != shard.id) {
+        let request = std::sync::Arc::new(f);
+        let there = request.clone();
+        let topics = shard
+            .run_on(owner, move |s: Rc<BrokerShard>| async move {
+                fetch_until(&s, &there, deadline, wait.is_zero()).await
+            })
+            .await;
+        let topics = match topics {
+            Ok(topics) => topics,
+            // The other shard is gone (stopping): partition by partition
+            // from here, which reports each partition's error.
+            Err(_) => fetch_until(shard, &request, deadline, wait.is_zero()).await,
+        };
+        encode_response(b, v, flexible, 0, topics);
+        return;
+    }
+    let topics = fetch_until(shard, &f, deadline, wait.is_zero()).await;
+    encode_response(b, v, flexible, 0, topics);
+}
+
+/// The one shard that owns every partition `f` names, if there is one.
+fn sole_owner(shard: &BrokerShard, f: &FetchRequest) -> Option<ShardId> {
+    let mut owners = f
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t, p)))
+        .map(|(t, p)| shard.owner(&TopicPartition::new(t.topic.clone(), p.partition)));
+    let first = owners.next()?;
+    owners.all(|o| o == first).then_some(first)
+}
+
+/// Reads `f`'s partitions until `min_bytes` are there, an error, or
+/// `deadline` (at once when `no_wait`), waiting on their signals between
+/// passes.
+async fn fetch_until(
+    shard: &Rc<BrokerShard>,
+    f: &FetchRequest,
+    deadline: Instant,
+    no_wait: bool,
+) -> Vec<FetchTopicResponse> {
     loop {
         // A fetch that will not wait (max_wait_ms 0) needs no signals.
-        let watches = (!wait.is_zero()).then(|| Watches::take(shard, &f));
-        let pass = fetch_once(shard, &f).await;
+        let watches = (!no_wait).then(|| Watches::take(shard, f));
+        let pass = fetch_once(shard, f).await;
         let enough = pass.bytes >= f.min_bytes.max(0) as u64;
         let done = enough || pass.any_error || Instant::now() >= deadline || shard.stopping.get();
         match watches {
@@ -284,10 +329,7 @@ pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: b
                 }
                 watches.wait(shard, deadline).await;
             }
-            _ => {
-                encode_response(b, v, flexible, 0, pass.topics);
-                return;
-            }
+            _ => return pass.topics,
         }
     }
 }
