@@ -7,6 +7,8 @@ pub mod group_consume;
 pub mod load;
 pub mod loopback;
 pub mod matrix;
+pub mod partitions;
+pub mod procs;
 pub mod size;
 
 use bytes::BytesMut;

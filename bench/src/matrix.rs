@@ -11,12 +11,12 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrite_testkit::zookeeper::ZooKeeper;
 
 use crate::load::{self, LoadConfig};
+use crate::procs::{wait_for_brokers, BrokerProcess, Role};
 
 #[derive(Clone, Debug)]
 pub struct MatrixConfig {
@@ -92,63 +92,14 @@ fn acks_name(acks: i16) -> &'static str {
     }
 }
 
-struct Broker {
-    child: Child,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_broker(cfg: &MatrixConfig, id: i32, port: u16, zk: &str, dir: &Path) -> std::io::Result<Broker> {
-    let mut props = format!(
-        "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={}\nzookeeper.connect={zk}\n\
-         zookeeper.session.timeout.ms=10000\nferrite.shards=1\nferrite.cpu.pinning=none\n\
-         auto.leader.rebalance.enable=false\n",
-        dir.join("data").display()
-    );
-    for line in &cfg.broker_config {
-        props.push_str(line);
-        props.push('\n');
-    }
-    std::fs::create_dir_all(dir)?;
-    let config = dir.join("server.properties");
-    std::fs::write(&config, props)?;
-    let log = std::fs::File::create(dir.join("broker.log"))?;
-    let child = Command::new(&cfg.ferrite)
-        .args(["broker", "--config"])
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()?;
-    Ok(Broker { child })
-}
-
-fn wait_for_brokers(bootstrap: &str, n: usize) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let seen = ferrite_broker::client::Connection::connect(bootstrap, "ferrite-bench")
-            .ok()
-            .and_then(|mut c| {
-                let mut r = c
-                    .call(3, ferrite_broker::client::codec::METADATA_V, |w| {
-                        ferrite_broker::client::codec::metadata(w, Some(&[]))
-                    })
-                    .ok()?;
-                ferrite_broker::client::codec::decode_metadata(&mut r).ok()
-            })
-            .map_or(0, |m| m.brokers.len());
-        if seen >= n {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{seen} of {n} brokers registered after 60 s"));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn start_broker(cfg: &MatrixConfig, id: i32, port: u16, zk: &str, dir: &Path) -> std::io::Result<BrokerProcess> {
+    let mut extra = vec!["ferrite.shards=1".to_string()];
+    extra.extend(cfg.broker_config.iter().cloned());
+    let role = Role::Clustered {
+        id,
+        zookeeper: zk.to_string(),
+    };
+    BrokerProcess::start(&cfg.ferrite, &role, port, dir, &extra)
 }
 
 /// Runs the whole matrix; returns its cells.

@@ -148,6 +148,57 @@ enum Command {
         #[arg(long, value_name = "KEY=VALUE")]
         broker_config: Vec<String>,
     },
+    /// What a broker pays for its partition count: starts a broker (or,
+    /// with --brokers 3, a ZooKeeper cluster), creates --count partitions,
+    /// writes to every one, keeps a produce load over all of them (and
+    /// over 8 partitions, the baseline), measures idle CPU and, standalone,
+    /// restarts (SIGTERM, then SIGKILL). Prints one JSON line with
+    /// partitions, rss_idle_mib, rss_mib, open_fds, create_seconds,
+    /// restart_seconds, records_per_sec, p99_ms, idle_cpu_percent and more.
+    Partitions {
+        /// Partitions in all.
+        #[arg(long, default_value_t = 1000)]
+        count: i32,
+        /// Topics the partitions are dealt over.
+        #[arg(long, default_value_t = 1)]
+        topics: i32,
+        #[arg(long, default_value = "1KiB", value_parser = parse_size)]
+        record_size: u64,
+        #[arg(long, default_value_t = 4)]
+        batch_records: usize,
+        /// Batches per produce request (as `produce --request-partitions`;
+        /// 1 is librdkafka's shape).
+        #[arg(long, default_value_t = 1)]
+        request_partitions: usize,
+        /// Producer connections in all (at least one per topic).
+        #[arg(long, default_value_t = 2)]
+        connections: usize,
+        #[arg(long, default_value_t = 32)]
+        inflight: usize,
+        /// Seconds of each produce load (the baseline and the full one).
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// 1: `ferrite standalone`; more: `ferrite broker`s on a ZooKeeper
+        /// server this command starts.
+        #[arg(long = "cluster", default_value_t = 1)]
+        brokers: usize,
+        #[arg(long, default_value_t = 1)]
+        replication_factor: i16,
+        /// Seconds over which idle CPU is measured.
+        #[arg(long, default_value_t = 10.0)]
+        idle_seconds: f64,
+        /// Where the brokers' data goes (a temporary directory under it,
+        /// removed after a run that succeeded).
+        #[arg(long, default_value = "./ferrite-bench-data")]
+        dir: PathBuf,
+        /// The ferrite binary (default: beside this one).
+        #[arg(long)]
+        ferrite: Option<PathBuf>,
+        /// An extra broker property, e.g. `--broker-config ferrite.shards=1`
+        /// (repeatable).
+        #[arg(long, value_name = "KEY=VALUE")]
+        broker_config: Vec<String>,
+    },
     /// Loopback TCP bandwidth of this machine.
     Loopback {
         #[arg(long, default_value_t = 2.0)]
@@ -203,6 +254,12 @@ fn load_config(l: LoadArgs) -> LoadConfig {
 fn fail(what: &str, e: impl std::fmt::Display) -> ! {
     eprintln!("ferrite-bench {what}: {e}");
     std::process::exit(1);
+}
+
+/// A binary in this one's directory.
+fn beside_me(name: &str) -> PathBuf {
+    let me = std::env::current_exe().unwrap_or_else(|e| fail("locating ferrite-bench", e));
+    me.with_file_name(name)
 }
 
 fn main() {
@@ -275,10 +332,7 @@ fn main() {
             rate,
             broker_config,
         } => {
-            let ferrite = ferrite.unwrap_or_else(|| {
-                let me = std::env::current_exe().unwrap_or_else(|e| fail("matrix", e));
-                me.with_file_name("ferrite")
-            });
+            let ferrite = ferrite.unwrap_or_else(|| beside_me("ferrite"));
             let cfg = ferrite_bench::matrix::MatrixConfig {
                 out,
                 ferrite,
@@ -298,6 +352,41 @@ fn main() {
                 serde_json::json!({"bench": "matrix", "cells": cells.len(), "rf3_all_over_rf1_one": ratio,
                                    "out": cfg.out.display().to_string()})
             );
+        }
+        Command::Partitions {
+            count,
+            topics,
+            record_size,
+            batch_records,
+            request_partitions,
+            connections,
+            inflight,
+            seconds,
+            brokers,
+            replication_factor,
+            idle_seconds,
+            dir,
+            ferrite,
+            broker_config,
+        } => {
+            let cfg = ferrite_bench::partitions::PartitionsConfig {
+                ferrite: ferrite.unwrap_or_else(|| beside_me("ferrite")),
+                dir,
+                count,
+                topics,
+                record_bytes: record_size as usize,
+                batch_records,
+                request_partitions,
+                connections,
+                inflight,
+                seconds,
+                brokers,
+                replication_factor,
+                idle_seconds,
+                broker_config,
+            };
+            let json = ferrite_bench::partitions::run(&cfg).unwrap_or_else(|e| fail("partitions", e));
+            println!("{json}");
         }
         Command::Loopback { seconds } => {
             let mb = ferrite_bench::loopback::measure(Duration::from_secs_f64(seconds))
