@@ -19,6 +19,7 @@ pub mod log_levels;
 pub mod metrics;
 pub mod net;
 pub mod open_files;
+pub mod partition_gauges;
 pub mod producer_ids;
 pub mod protocol;
 pub mod server;

@@ -14,6 +14,9 @@
 //! | `ferrite_partitions` | gauge | shard |
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
+//! | `ferrite_partition_high_watermark`, `ferrite_partition_leader`, `ferrite_partition_isr_size` | gauge | topic, partition (cluster) |
+//!
+//! The per-partition gauges are read at scrape time (`partition_gauges`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -138,7 +141,8 @@ pub fn connection_closed(shard: ferrite_engine::ShardId) {
     metrics::gauge!("ferrite_connections_active", "shard" => shard.0.to_string()).decrement(1.0);
 }
 
-/// Every few seconds, the shard's partition gauges.
+/// Every few seconds, the shard's gauges (partition gauges are read at
+/// scrape time: `partition_gauges`).
 pub async fn report_logs(shard: Rc<BrokerShard>) {
     while !shard.stopping.get() {
         let label = shard.id.0.to_string();
@@ -147,23 +151,6 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
         metrics::gauge!("ferrite_log_files_open", "shard" => label.clone()).set(files.open as f64);
         metrics::gauge!("ferrite_log_file_opens", "shard" => label.clone()).set(files.opens as f64);
         metrics::gauge!("ferrite_log_file_evictions", "shard" => label).set(files.evictions as f64);
-        for tp in shard.logs.partitions() {
-            let Some(log) = shard.logs.get(&tp) else { continue };
-            let labels = [("topic", tp.topic.clone()), ("partition", tp.partition.to_string())];
-            metrics::gauge!("ferrite_log_size_bytes", &labels).set(log.size_bytes() as f64);
-            metrics::gauge!("ferrite_log_end_offset", &labels).set(log.log_end_offset().0 as f64);
-            metrics::gauge!("ferrite_log_durable_offset", &labels).set(log.durable_offset().0 as f64);
-            metrics::gauge!("ferrite_log_start_offset", &labels).set(log.log_start_offset().0 as f64);
-            // In a cluster: the high watermark beside the durable offset,
-            // the ISR size and whether this broker leads.
-            if let Some(r) = shard.replicas.as_ref().and_then(|r| r.get(&tp)) {
-                metrics::gauge!("ferrite_partition_high_watermark", &labels).set(r.hw().0 as f64);
-                let leader = r.role() == ferrite_replication::RoleKind::Leader;
-                metrics::gauge!("ferrite_partition_leader", &labels).set(if leader { 1.0 } else { 0.0 });
-                let isr = r.isr().map_or(0, |i| i.len());
-                metrics::gauge!("ferrite_partition_isr_size", &labels).set(isr as f64);
-            }
-        }
         glommio::timer::sleep(Duration::from_secs(5)).await;
     }
 }
@@ -186,6 +173,7 @@ pub async fn serve(shard: Rc<BrokerShard>, listener: glommio::net::TcpListener) 
             }
             continue;
         };
+        let shard = shard.clone();
         glommio::spawn_local(async move {
             let mut buf = vec![0u8; 4096];
             let mut got = 0;
@@ -201,7 +189,11 @@ pub async fn serve(shard: Rc<BrokerShard>, listener: glommio::net::TcpListener) 
             }
             let head = String::from_utf8_lossy(&buf[..got]);
             let ok = head.starts_with("GET /metrics ") || head.starts_with("GET /metrics?");
-            let (status, body) = if ok { ("200 OK", render()) } else { ("404 Not Found", "not found\n".to_string()) };
+            let (status, body) = if ok {
+                ("200 OK", render() + &crate::partition_gauges::render(&shard).await)
+            } else {
+                ("404 Not Found", "not found\n".to_string())
+            };
             let response = format!(
                 "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
