@@ -146,7 +146,7 @@ pub fn connection_closed(shard: ferrite_engine::ShardId) {
 pub async fn report_logs(shard: Rc<BrokerShard>) {
     while !shard.stopping.get() {
         let label = shard.id.0.to_string();
-        metrics::gauge!("ferrite_partitions", "shard" => label.clone()).set(shard.logs.partitions().len() as f64);
+        metrics::gauge!("ferrite_partitions", "shard" => label.clone()).set(shard.logs.partition_count() as f64);
         let files = shard.logs.file_cache_stats();
         metrics::gauge!("ferrite_log_files_open", "shard" => label.clone()).set(files.open as f64);
         metrics::gauge!("ferrite_log_file_opens", "shard" => label.clone()).set(files.opens as f64);

@@ -115,13 +115,22 @@ impl PartitionLog {
     /// Flushes when the last flush is `flush.ms` old and records wait
     /// (called by the log manager's periodic task).
     pub async fn flush_if_due(self: &Rc<Self>) -> Result<bool> {
-        let flush_ms = self.config.borrow().flush_ms;
-        let since = self.clock.now_ms().0 - self.flush_state.borrow().last_flush.0;
-        if self.unflushed_records() > 0 && since >= flush_ms {
+        if self.flush_due() {
             self.flush().await?;
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Whether `flush.ms` has passed since the last flush with records
+    /// still unflushed (no I/O: the scheduler asks every log each round).
+    pub fn flush_due(&self) -> bool {
+        if self.unflushed_records() == 0 {
+            return false;
+        }
+        let flush_ms = self.config.borrow().flush_ms;
+        let since = self.clock.now_ms().0 - self.flush_state.borrow().last_flush.0;
+        since >= flush_ms
     }
 
     /// Flushes, persists the active segment's indexes, and writes the

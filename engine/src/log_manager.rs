@@ -225,6 +225,11 @@ impl LogManager {
         self.logs.borrow().keys().cloned().collect()
     }
 
+    /// How many partitions the shard serves (without listing them).
+    pub fn partition_count(&self) -> usize {
+        self.logs.borrow().len()
+    }
+
     fn check_owned(&self, tp: &TopicPartition) -> Result<()> {
         if shard_for(tp, self.shard_count) != self.shard {
             return Err(EngineError::UnknownPartition { tp: tp.clone() });
@@ -357,7 +362,10 @@ impl LogManager {
     }
 
     async fn run_flush_check(&self) {
-        for log in self.snapshot() {
+        // Picked without I/O or a task switch per log: most logs of a
+        // broker with many partitions have nothing to flush.
+        let due: Vec<Rc<PartitionLog>> = self.logs.borrow().values().filter(|l| l.flush_due()).cloned().collect();
+        for log in due {
             if let Err(e) = log.flush_if_due().await {
                 tracing::error!(tp = %log.topic_partition(), error = %e, "scheduled flush failed");
             }

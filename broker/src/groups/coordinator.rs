@@ -483,23 +483,20 @@ impl GroupCoordinator {
     /// not loaded (at start, and after becoming their leader), as Kafka
     /// does, so that ListGroups sees every group.
     async fn load_served(&self, shard: &BrokerShard) {
-        let owned: Vec<i32> = match &shard.replicas {
-            Some(replicas) => replicas
-                .all()
-                .into_iter()
-                .filter(|r| r.role() == RoleKind::Leader)
-                .map(|r| r.log().topic_partition().clone())
-                .filter(|tp| tp.topic == OFFSETS_TOPIC)
-                .map(|tp| tp.partition)
-                .collect(),
-            None => shard
-                .logs
-                .partitions()
-                .into_iter()
-                .filter(|tp| tp.topic == OFFSETS_TOPIC)
-                .map(|tp| tp.partition)
-                .collect(),
-        };
+        // By name, not by a walk over every partition the shard holds:
+        // this runs every tick, on brokers of tens of thousands of them.
+        let owned: Vec<i32> = (0..self.offsets.partitions)
+            .filter(|p| {
+                let tp = TopicPartition::new(OFFSETS_TOPIC.to_string(), *p);
+                if shard.owner(&tp) != shard.id {
+                    return false;
+                }
+                match &shard.replicas {
+                    Some(replicas) => replicas.get(&tp).is_some_and(|r| r.role() == RoleKind::Leader),
+                    None => shard.logs.get(&tp).is_some(),
+                }
+            })
+            .collect();
         for p in owned {
             let current = self.sink(shard, p).map(|s| s.epoch());
             let loaded = self.slots.borrow().get(&p).map(|s| s.epoch);
