@@ -203,68 +203,124 @@ struct FetchPass {
     remote: Vec<(ShardId, TopicPartition, u64)>,
 }
 
-async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
+/// The response's byte budget: what the request asks, within the broker's
+/// maximum.
+fn response_budget(f: &FetchRequest) -> u64 {
     let asked = if f.max_bytes > 0 {
         f.max_bytes as u64
     } else {
         FETCH_RESPONSE_BYTES_MAX
     };
-    let mut budget = asked.min(FETCH_RESPONSE_BYTES_MAX);
-    let mut total = 0u64;
-    let mut any_error = false;
-    let meta = shard.meta();
-    let mut topics = Vec::with_capacity(f.topics.len());
-    let mut remote = Vec::new();
-    for t in &f.topics {
-        let mut partitions = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
-            let known = meta.topic(&t.topic).is_some_and(|x| x.partition(p.partition).is_some());
-            let read = if !known {
-                PartRead {
-                    error: ErrorCode::UnknownTopicOrPartition,
-                    high_watermark: -1,
-                    log_start: -1,
-                    chunks: Vec::new(),
-                    bytes: 0,
-                    remote_seen: None,
-                }
-            } else {
-                let max = (p.partition_max_bytes.max(0) as u64).min(budget) as usize;
-                let tp = TopicPartition::new(t.topic.clone(), p.partition);
-                let who = Requester {
-                    replica: (f.replica_id >= 0).then_some(BrokerId(f.replica_id)),
-                    current_leader_epoch: (p.current_leader_epoch >= 0).then_some(LeaderEpoch(p.current_leader_epoch)),
-                    fetch_offset: p.fetch_offset,
-                };
-                read_on_owner(shard, tp, p.fetch_offset, max, total == 0, who).await
-            };
-            any_error |= read.error != ErrorCode::None;
-            if let Some((owner, seen)) = read.remote_seen {
-                remote.push((owner, TopicPartition::new(t.topic.clone(), p.partition), seen));
-            }
-            crate::metrics::fetched(&t.topic, read.bytes);
-            total += read.bytes;
-            budget = budget.saturating_sub(read.bytes);
-            partitions.push(FetchPartitionResponse {
-                index: p.partition,
-                error: read.error.code(),
-                high_watermark: read.high_watermark,
-                last_stable_offset: read.high_watermark,
-                log_start_offset: read.log_start,
-                records: read.chunks,
-            });
+    asked.min(FETCH_RESPONSE_BYTES_MAX)
+}
+
+impl FetchPass {
+    fn new(topics: Vec<FetchTopicResponse>) -> FetchPass {
+        FetchPass {
+            topics,
+            bytes: 0,
+            any_error: false,
+            remote: Vec::new(),
         }
-        topics.push(FetchTopicResponse {
+    }
+
+    /// Reads partition `pi` of topic `ti` of `f` into the pass (its
+    /// place in `topics` must exist), within what is left of `budget`.
+    async fn read(&mut self, shard: &Rc<BrokerShard>, f: &FetchRequest, (ti, pi): (usize, usize), budget: &mut u64) {
+        let t = &f.topics[ti];
+        let p = &t.partitions[pi];
+        let known = shard
+            .meta()
+            .topic(&t.topic)
+            .is_some_and(|x| x.partition(p.partition).is_some());
+        let read = if !known {
+            PartRead {
+                error: ErrorCode::UnknownTopicOrPartition,
+                high_watermark: -1,
+                log_start: -1,
+                chunks: Vec::new(),
+                bytes: 0,
+                remote_seen: None,
+            }
+        } else {
+            let max = (p.partition_max_bytes.max(0) as u64).min(*budget) as usize;
+            let tp = TopicPartition::new(t.topic.clone(), p.partition);
+            let who = Requester {
+                replica: (f.replica_id >= 0).then_some(BrokerId(f.replica_id)),
+                current_leader_epoch: (p.current_leader_epoch >= 0).then_some(LeaderEpoch(p.current_leader_epoch)),
+                fetch_offset: p.fetch_offset,
+            };
+            read_on_owner(shard, tp, p.fetch_offset, max, self.bytes == 0, who).await
+        };
+        self.any_error |= read.error != ErrorCode::None;
+        if let Some((owner, seen)) = read.remote_seen {
+            self.remote
+                .push((owner, TopicPartition::new(t.topic.clone(), p.partition), seen));
+        }
+        if read.bytes > 0 {
+            crate::metrics::fetched(&t.topic, read.bytes);
+        }
+        self.bytes += read.bytes;
+        *budget = budget.saturating_sub(read.bytes);
+        self.topics[ti].partitions[pi] = FetchPartitionResponse {
+            index: p.partition,
+            error: read.error.code(),
+            high_watermark: read.high_watermark,
+            last_stable_offset: read.high_watermark,
+            log_start_offset: read.log_start,
+            records: read.chunks,
+        };
+    }
+}
+
+/// Reads every partition of `f`, in request order.
+async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
+    let topics = f
+        .topics
+        .iter()
+        .map(|t| FetchTopicResponse {
             topic: t.topic.clone(),
-            partitions,
-        });
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| FetchPartitionResponse {
+                    index: p.partition,
+                    error: 0,
+                    high_watermark: -1,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    records: Vec::new(),
+                })
+                .collect(),
+        })
+        .collect();
+    let mut pass = FetchPass::new(topics);
+    let mut budget = response_budget(f);
+    for (ti, t) in f.topics.iter().enumerate() {
+        for pi in 0..t.partitions.len() {
+            pass.read(shard, f, (ti, pi), &mut budget).await;
+        }
     }
-    FetchPass {
-        topics,
-        bytes: total,
-        any_error,
-        remote,
+    pass
+}
+
+/// Reads again only the partitions of `f` at `moved` (in request order),
+/// over a previous pass that found no bytes: the others' answers stand (a
+/// partition whose signal did not move has nothing new for this fetch), so
+/// a wake costs the partitions that changed, not all the fetch names — a
+/// follower's fetch names thousands.
+async fn fetch_moved(
+    shard: &Rc<BrokerShard>,
+    f: &FetchRequest,
+    previous: Vec<FetchTopicResponse>,
+    moved: &[(usize, usize)],
+) -> FetchPass {
+    let mut pass = FetchPass::new(previous);
+    let mut budget = response_budget(f);
+    for at in moved {
+        pass.read(shard, f, *at, &mut budget).await;
     }
+    pass
 }
 
 pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
@@ -315,19 +371,28 @@ async fn fetch_until(
     deadline: Instant,
     no_wait: bool,
 ) -> Vec<FetchTopicResponse> {
+    // After a wait: the previous pass (which found nothing) and where the
+    // partitions that moved since are.
+    let mut again: Option<(Vec<FetchTopicResponse>, Vec<(usize, usize)>)> = None;
     loop {
         // A fetch that will not wait (max_wait_ms 0) needs no signals.
         let watches = (!no_wait).then(|| Watches::take(shard, f));
-        let pass = fetch_once(shard, f).await;
+        let pass = match again.take() {
+            Some((previous, moved)) => fetch_moved(shard, f, previous, &moved).await,
+            None => fetch_once(shard, f).await,
+        };
         let enough = pass.bytes >= f.min_bytes.max(0) as u64;
         let done = enough || pass.any_error || Instant::now() >= deadline || shard.stopping.get();
         match watches {
             Some(mut watches) if !done => {
-                drop(pass.topics);
                 for (owner, tp, seen) in pass.remote {
                     watches.add_remote(owner, tp, seen);
                 }
                 watches.wait(shard, deadline).await;
+                again = match watches.moved() {
+                    Some(moved) if pass.bytes == 0 => Some((pass.topics, moved)),
+                    _ => None,
+                };
             }
             _ => return pass.topics,
         }

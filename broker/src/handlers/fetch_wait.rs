@@ -95,8 +95,13 @@ pub(crate) fn generation_on_owner(shard: &BrokerShard, tp: &TopicPartition, fetc
 /// partitions of other shards with the generations their owners read.
 pub(crate) struct Watches {
     fetcher: Fetcher,
-    signals: Vec<(Signal, u64)>,
+    /// Each local signal, its generation, and where its partition is in
+    /// the request (topic index, partition index).
+    signals: Vec<(Signal, u64, (usize, usize))>,
     remote: BTreeMap<ShardId, Vec<(TopicPartition, u64)>>,
+    /// Whether the wait involved other shards (whose partitions' moves
+    /// this shard cannot tell apart).
+    had_remote: bool,
     stop_seen: u64,
 }
 
@@ -106,15 +111,15 @@ impl Watches {
     pub(crate) fn take(shard: &BrokerShard, f: &FetchRequest) -> Watches {
         let fetcher = Fetcher::of(f);
         let mut signals = Vec::new();
-        for t in &f.topics {
-            for p in &t.partitions {
+        for (ti, t) in f.topics.iter().enumerate() {
+            for (pi, p) in t.partitions.iter().enumerate() {
                 let tp = TopicPartition::new(t.topic.clone(), p.partition);
                 if shard.owner(&tp) != shard.id {
                     continue;
                 }
                 if let Some(signal) = signal_for(shard, &tp, fetcher) {
                     let seen = signal.notify().generation();
-                    signals.push((signal, seen));
+                    signals.push((signal, seen, (ti, pi)));
                 }
             }
         }
@@ -122,6 +127,7 @@ impl Watches {
             fetcher,
             signals,
             remote: BTreeMap::new(),
+            had_remote: false,
             stop_seen: shard.stop_signal.generation(),
         }
     }
@@ -129,17 +135,34 @@ impl Watches {
     /// A partition of shard `owner`, whose signal was at `seen` when the
     /// owner read it.
     pub(crate) fn add_remote(&mut self, owner: ShardId, tp: TopicPartition, seen: u64) {
+        self.had_remote = true;
         self.remote.entry(owner).or_default().push((tp, seen));
     }
 
+    /// After a wait: where in the request the partitions whose signal
+    /// moved since [`Watches::take`] are, in request order; `None` when
+    /// the wait involved other shards (then every partition is read again).
+    pub(crate) fn moved(&self) -> Option<Vec<(usize, usize)>> {
+        if self.had_remote {
+            return None;
+        }
+        Some(
+            self.signals
+                .iter()
+                .filter(|(signal, seen, _)| signal.notify().generation() != *seen)
+                .map(|(_, _, at)| *at)
+                .collect(),
+        )
+    }
+
     /// Waits until a signal moved past its generation, or `deadline`.
-    pub(crate) async fn wait(self, shard: &Rc<BrokerShard>, deadline: Instant) {
+    pub(crate) async fn wait(&mut self, shard: &Rc<BrokerShard>, deadline: Instant) {
         let left = deadline.saturating_duration_since(Instant::now());
         let local = poll_fn(|cx| {
             if shard.stop_signal.poll_changed_since(self.stop_seen, cx).is_ready() {
                 return Poll::Ready(());
             }
-            for (signal, seen) in &self.signals {
+            for (signal, seen, _) in &self.signals {
                 if signal.notify().poll_changed_since(*seen, cx).is_ready() {
                     return Poll::Ready(());
                 }
@@ -148,7 +171,7 @@ impl Watches {
         });
         let mut pending: Vec<(ShardId, u64, Rc<Cell<bool>>)> = Vec::new();
         let mut remote: Vec<Pin<Box<dyn Future<Output = ()>>>> = Vec::new();
-        for (owner, parts) in self.remote {
+        for (owner, parts) in std::mem::take(&mut self.remote) {
             let seq = shard.remote_wait_seq.get() + 1;
             shard.remote_wait_seq.set(seq);
             let id = ((shard.id.0 as u64) << 48) | seq;
