@@ -13,6 +13,10 @@ use ferrite_engine::WriteMode;
 use crate::config_defs;
 use crate::groups::{GroupConfig, OffsetsConfig};
 
+/// Bounds of `ferrite.io.memory.bytes.per.shard`.
+const IO_MEMORY_BYTES_MIN: usize = 1 << 20;
+const IO_MEMORY_BYTES_MAX: usize = 1 << 30;
+
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {
     pub broker_id: i32,
@@ -38,6 +42,10 @@ pub struct BrokerConfig {
     /// `ferrite.log.open.files.per.shard`: segment files a shard keeps
     /// open at most; 0 derives it from the open-files limit at start.
     pub open_files_per_shard: usize,
+    /// `ferrite.io.memory.bytes.per.shard`: each shard's pool of buffers
+    /// registered with io_uring for direct writes and reads (pinned, so
+    /// resident from the start).
+    pub io_memory_bytes_per_shard: usize,
     pub write_mode: WriteMode,
     /// `log.preallocate`: extend active segment files ahead of their
     /// writes (direct mode only).
@@ -158,6 +166,7 @@ impl Default for BrokerConfig {
             checkpoint_interval_ms: 60_000,
             cache_bytes_per_shard: ferrite_engine::log_manager::CACHE_BYTES_PER_SHARD_DEFAULT,
             open_files_per_shard: 0,
+            io_memory_bytes_per_shard: ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT,
             write_mode: WriteMode::Direct,
             log_preallocate: false,
             recovery_repair: false,
@@ -288,6 +297,12 @@ impl BrokerConfig {
                 "log.flush.offset.checkpoint.interval.ms" => self.checkpoint_interval_ms = num(k, v)?,
                 "ferrite.log.cache.bytes.per.shard" => self.cache_bytes_per_shard = num(k, v)?,
                 "ferrite.log.open.files.per.shard" => self.open_files_per_shard = num(k, v)?,
+                "ferrite.io.memory.bytes.per.shard" => {
+                    self.io_memory_bytes_per_shard = num(k, v)?;
+                    if !(IO_MEMORY_BYTES_MIN..=IO_MEMORY_BYTES_MAX).contains(&self.io_memory_bytes_per_shard) {
+                        return Err(invalid(k, v, "expected 1 MiB to 1 GiB"));
+                    }
+                }
                 "log.write.mode" => {
                     self.write_mode = WriteMode::parse(v).ok_or_else(|| invalid(k, v, "expected direct or buffered"))?
                 }
@@ -410,6 +425,19 @@ mod tests {
         assert_eq!(c.pinning().cpu_of(0, 2), None);
         let bad = c.apply(&pairs(&[("ferrite.cpu.pinning", "some")]));
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn the_io_memory_pool_takes_1_mib_to_1_gib() {
+        let apply = |v: &str| {
+            let mut c = BrokerConfig::default();
+            c.apply(&[("ferrite.io.memory.bytes.per.shard".to_string(), v.to_string())])
+                .map(|_| c.io_memory_bytes_per_shard)
+        };
+        assert_eq!(BrokerConfig::default().io_memory_bytes_per_shard, 32 << 20);
+        assert_eq!(apply("8388608").unwrap(), 8 << 20);
+        assert!(apply("4096").is_err());
+        assert!(apply("2147483648").is_err());
     }
 
     #[test]

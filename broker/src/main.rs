@@ -149,7 +149,25 @@ fn log_in_colour() -> bool {
     std::io::stderr().is_terminal() && !no_color
 }
 
+/// Transparent huge pages off for this process: mimalloc's heap is one
+/// large mapping, and with THP `always` (a common kernel default) every
+/// 2 MiB of it a shard touched became resident whole — 13 MiB of an idle
+/// broker's 88 MiB, measured. Process-wide: `docs/benchmarks.md` has the
+/// throughput with and without.
+fn huge_pages_off() {
+    // SAFETY: prctl(PR_SET_THP_DISABLE) takes integer arguments only and
+    // changes nothing but this process's page-fault policy.
+    let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if r != 0 {
+        eprintln!(
+            "ferrite: transparent huge pages left on: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 fn main() {
+    huge_pages_off();
     let started = std::env::var("FERRITE_LOG").unwrap_or_else(|_| "info".into());
     let filter = tracing_subscriber::EnvFilter::try_new(&started).unwrap_or_else(|_| "info".into());
     let builder = tracing_subscriber::fmt()

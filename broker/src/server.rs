@@ -188,7 +188,7 @@ impl Server {
                 shards,
                 pinning: config.pinning(),
                 inbox_max: 1024,
-                io_memory_bytes: ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT,
+                io_memory_bytes: config.io_memory_bytes_per_shard,
                 blocking_threads: ferrite_engine::shard::BLOCKING_THREADS_DEFAULT,
             },
             init,

@@ -61,6 +61,19 @@ impl Notify {
         Poll::Pending
     }
 
+    /// Drops `waker` from the waiters, for a wait that ended otherwise (its
+    /// deadline, another signal): a long poll watches thousands of
+    /// signals, and leaving its waker in each made every later wait on
+    /// them scan up to [`WAITERS_MAX`] stale ones.
+    pub fn forget(&self, waker: &Waker) {
+        self.waiters.borrow_mut().retain(|w| !w.will_wake(waker));
+    }
+
+    /// Waiters kept (for tests and gauges).
+    pub fn waiters(&self) -> usize {
+        self.waiters.borrow().len()
+    }
+
     pub fn notify_all(&self) {
         self.generation.set(self.generation.get() + 1);
         let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
@@ -106,6 +119,44 @@ mod tests {
                 n.waiters.borrow().len()
             );
             assert!(!n.waiters.borrow().is_empty());
+        });
+    }
+
+    /// A wait that gave up and forgot its waker leaves none behind, and
+    /// forgetting one waiter keeps the others.
+    #[test]
+    fn a_forgotten_waker_is_gone_and_the_others_stay() {
+        let ex = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .make()
+            .expect("executor");
+        ex.run(async {
+            let n = Rc::new(Notify::new());
+            let other = {
+                let n = n.clone();
+                let seen = n.generation();
+                glommio::spawn_local(async move { n.changed_since(seen).await })
+            };
+            futures_lite::future::yield_now().await;
+            assert_eq!(n.waiters(), 1);
+            for _ in 0..3 {
+                let n = n.clone();
+                glommio::spawn_local(async move {
+                    let seen = n.generation();
+                    let kept: RefCell<Option<Waker>> = RefCell::new(None);
+                    let waiting = poll_fn(|cx| {
+                        kept.borrow_mut().get_or_insert_with(|| cx.waker().clone());
+                        n.poll_changed_since(seen, cx)
+                    });
+                    futures_lite::future::or(waiting, futures_lite::future::yield_now()).await;
+                    assert_eq!(n.waiters(), 2);
+                    n.forget(&kept.take().expect("polled"));
+                })
+                .await;
+            }
+            assert_eq!(n.waiters(), 1);
+            n.notify_all();
+            other.await;
+            assert_eq!(n.waiters(), 0);
         });
     }
 

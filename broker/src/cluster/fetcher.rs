@@ -358,6 +358,12 @@ async fn fetch(
         })
         .await?;
     let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid_data)?;
+    // What each partition asked from, by name: a fetch names thousands of
+    // partitions, and a search of the request per answer was quadratic.
+    let asked: std::collections::HashMap<(&str, i32), i64> = request
+        .iter()
+        .map(|q| ((q.topic.as_str(), q.partition), q.fetch_offset))
+        .collect();
     let mut applies = Vec::with_capacity(fetched.len());
     for p in fetched {
         let tp = TopicPartition::new(p.topic.clone(), p.partition);
@@ -366,10 +372,8 @@ async fn fetch(
         if !f.work.borrow().fetching.contains(&tp) {
             continue;
         }
-        let asked_at = request
-            .iter()
-            .find(|q| q.topic == p.topic && q.partition == p.partition);
-        if asked_at.is_none_or(|q| q.fetch_offset != replica.log().log_end_offset().0) {
+        let asked_at = asked.get(&(p.topic.as_str(), p.partition));
+        if asked_at.is_none_or(|from| *from != replica.log().log_end_offset().0) {
             continue;
         }
         applies.push(apply(tp, replica, p));

@@ -4,7 +4,7 @@
 //! and fetching (through the shard's [`Fetchers`]).
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +25,9 @@ const ISR_WRITE_RETRY_MS: u64 = 500;
 
 pub struct ShardReplicas {
     pub cluster: Arc<ClusterShared>,
-    replicas: RefCell<BTreeMap<TopicPartition, Rc<LocalReplica>>>,
+    /// By hash: every fetch looks up each partition it names, thousands
+    /// for a follower (a tree compared topic names a dozen times each).
+    replicas: RefCell<HashMap<TopicPartition, Rc<LocalReplica>>>,
     /// The controller epoch of each partition's last LeaderAndIsr: a
     /// leader's ISR writes carry it.
     controller_epochs: RefCell<BTreeMap<TopicPartition, ControllerEpoch>>,
@@ -68,7 +70,7 @@ impl ShardReplicas {
         Rc::new_cyclic(|me: &Weak<ShardReplicas>| ShardReplicas {
             fetchers: Fetchers::new(cluster.clone(), me.clone()),
             cluster,
-            replicas: RefCell::new(BTreeMap::new()),
+            replicas: RefCell::new(HashMap::new()),
             controller_epochs: RefCell::new(BTreeMap::new()),
             stopped: Cell::new(false),
             me: me.clone(),

@@ -194,6 +194,9 @@ async fn read_on_owner(
     }
 }
 
+/// Where partitions are in a fetch request: (topic index, partition index).
+type Places = Vec<(usize, usize)>;
+
 /// What one pass over a fetch's partitions found.
 struct FetchPass {
     topics: Vec<FetchTopicResponse>,
@@ -373,7 +376,7 @@ async fn fetch_until(
 ) -> Vec<FetchTopicResponse> {
     // After a wait: the previous pass (which found nothing) and where the
     // partitions that moved since are.
-    let mut again: Option<(Vec<FetchTopicResponse>, Vec<(usize, usize)>)> = None;
+    let mut again: Option<(Vec<FetchTopicResponse>, Places)> = None;
     loop {
         // A fetch that will not wait (max_wait_ms 0) needs no signals.
         let watches = (!no_wait).then(|| Watches::take(shard, f));

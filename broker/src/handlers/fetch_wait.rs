@@ -24,12 +24,12 @@
 //! append none; an append that lands between the read and the wait wakes
 //! it at once instead of being missed.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use ferrite_engine::notify::Notify;
@@ -158,7 +158,9 @@ impl Watches {
     /// Waits until a signal moved past its generation, or `deadline`.
     pub(crate) async fn wait(&mut self, shard: &Rc<BrokerShard>, deadline: Instant) {
         let left = deadline.saturating_duration_since(Instant::now());
+        let registered: RefCell<Option<Waker>> = RefCell::new(None);
         let local = poll_fn(|cx| {
+            registered.borrow_mut().get_or_insert_with(|| cx.waker().clone());
             if shard.stop_signal.poll_changed_since(self.stop_seen, cx).is_ready() {
                 return Poll::Ready(());
             }
@@ -194,6 +196,12 @@ impl Watches {
             }
         };
         futures_lite::future::or(local, futures_lite::future::or(any_remote, glommio::timer::sleep(left))).await;
+        if let Some(waker) = registered.take() {
+            shard.stop_signal.forget(&waker);
+            for (signal, _, _) in &self.signals {
+                signal.notify().forget(&waker);
+            }
+        }
         for (owner, id, answered) in pending {
             if !answered.get() {
                 cancel_on_owner(shard, owner, id);
@@ -223,7 +231,9 @@ async fn wait_on_owner(
     let gone = signals.len() < parts.len();
     let left = deadline.saturating_duration_since(Instant::now());
     if !gone && !shard.stopping.get() {
+        let registered: RefCell<Option<Waker>> = RefCell::new(None);
         let signalled = poll_fn(|cx| {
+            registered.borrow_mut().get_or_insert_with(|| cx.waker().clone());
             if cancel.poll_changed_since(0, cx).is_ready() {
                 return Poll::Ready(());
             }
@@ -238,6 +248,13 @@ async fn wait_on_owner(
             Poll::Pending
         });
         futures_lite::future::or(signalled, glommio::timer::sleep(left)).await;
+        if let Some(waker) = registered.take() {
+            cancel.forget(&waker);
+            shard.stop_signal.forget(&waker);
+            for (signal, _) in &signals {
+                signal.notify().forget(&waker);
+            }
+        }
     }
     shard.remote_waits.borrow_mut().remove(&id);
 }
