@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use ferrite_broker::client::codec::{self, CREATE_TOPICS_V, LIST_OFFSETS_V, PRODUCE_V};
 use ferrite_broker::client::Connection;
 use ferrite_testkit::zookeeper::ZooKeeper;
-use hdrhistogram::Histogram;
 
 use crate::load::{self, LoadConfig, LoadResult};
 use crate::procs::{cpu_percent, wait_for_brokers, BrokerProcess, Role};
@@ -346,17 +345,14 @@ fn produce(cfg: &PartitionsConfig, bootstrap: &str, topics: &[(String, i32)]) ->
                 for (code, n) in r.error_codes {
                     *s.error_codes.entry(code).or_default() += n;
                 }
-                add_histogram(&mut s.latency, &r.latency);
+                // Both come from load's histogram (same bounds): adding
+                // cannot fail.
+                s.latency.add(&r.latency).ok();
                 s
             }
         });
     }
     sum.ok_or_else(|| "no topics".to_string())
-}
-
-fn add_histogram(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    // Both come from load::histogram (same bounds), so adding cannot fail.
-    into.add(from).ok();
 }
 
 /// Restarts `broker` (SIGTERM when `graceful`, else SIGKILL) and times it

@@ -28,8 +28,9 @@ pub struct BrokerProcess {
 
 impl BrokerProcess {
     /// Starts a broker listening on 127.0.0.1:`port` with its data and its
-    /// log (`broker.log`) under `dir`, and `extra` as further
-    /// `server.properties` lines.
+    /// log (`broker.log`) under `dir`, and `extra` as further broker
+    /// properties (`server.properties` lines in a cluster, `--override`s
+    /// standalone).
     pub fn start(
         ferrite: &Path,
         role: &Role,
@@ -52,8 +53,6 @@ impl BrokerProcess {
             props.push_str(line);
             props.push('\n');
         }
-        let config = dir.join("server.properties");
-        std::fs::write(&config, props)?;
         let args = match role {
             Role::Standalone => vec![
                 "standalone".to_string(),
@@ -65,11 +64,15 @@ impl BrokerProcess {
             .into_iter()
             .chain(extra.iter().flat_map(|l| ["--override".to_string(), l.clone()]))
             .collect(),
-            Role::Clustered { .. } => vec![
-                "broker".to_string(),
-                "--config".to_string(),
-                config.display().to_string(),
-            ],
+            Role::Clustered { .. } => {
+                let config = dir.join("server.properties");
+                std::fs::write(&config, props)?;
+                vec![
+                    "broker".to_string(),
+                    "--config".to_string(),
+                    config.display().to_string(),
+                ]
+            }
         };
         let log = dir.join("broker.log");
         let child = spawn(ferrite, &args, &log)?;

@@ -204,6 +204,8 @@ struct FetchPass {
     any_error: bool,
     /// Partitions read on other shards, with their signal's generation there.
     remote: Vec<(ShardId, TopicPartition, u64)>,
+    /// The metadata the pass checks partitions against (taken once).
+    meta: std::sync::Arc<ferrite_controller::ClusterMeta>,
 }
 
 /// The response's byte budget: what the request asks, within the broker's
@@ -218,12 +220,13 @@ fn response_budget(f: &FetchRequest) -> u64 {
 }
 
 impl FetchPass {
-    fn new(topics: Vec<FetchTopicResponse>) -> FetchPass {
+    fn new(shard: &BrokerShard, topics: Vec<FetchTopicResponse>) -> FetchPass {
         FetchPass {
             topics,
             bytes: 0,
             any_error: false,
             remote: Vec::new(),
+            meta: shard.meta(),
         }
     }
 
@@ -232,8 +235,8 @@ impl FetchPass {
     async fn read(&mut self, shard: &Rc<BrokerShard>, f: &FetchRequest, (ti, pi): (usize, usize), budget: &mut u64) {
         let t = &f.topics[ti];
         let p = &t.partitions[pi];
-        let known = shard
-            .meta()
+        let known = self
+            .meta
             .topic(&t.topic)
             .is_some_and(|x| x.partition(p.partition).is_some());
         let read = if !known {
@@ -297,7 +300,7 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
                 .collect(),
         })
         .collect();
-    let mut pass = FetchPass::new(topics);
+    let mut pass = FetchPass::new(shard, topics);
     let mut budget = response_budget(f);
     for (ti, t) in f.topics.iter().enumerate() {
         for pi in 0..t.partitions.len() {
@@ -318,7 +321,7 @@ async fn fetch_moved(
     previous: Vec<FetchTopicResponse>,
     moved: &[(usize, usize)],
 ) -> FetchPass {
-    let mut pass = FetchPass::new(previous);
+    let mut pass = FetchPass::new(shard, previous);
     let mut budget = response_budget(f);
     for at in moved {
         pass.read(shard, f, *at, &mut budget).await;
