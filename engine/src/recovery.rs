@@ -17,8 +17,18 @@
 //!     torn write: the partition is refused with an error naming the file
 //!     and position, unless the operator asked for [`Repair::Truncate`].
 //!
-//! Recovery then fsyncs what it kept, so the recovery point moves to the end.
-//! Any index that fails its checks is rebuilt by a scan, in either case.
+//!   Zeros from the first invalid batch to the end of the last segment's
+//!   file (at most [`PADDING_BYTES_MAX`]) are the padding of direct writes,
+//!   not damage: the file keeps them and its appender writes over them.
+//!
+//! When recovery changed nothing (no cut, no segment deleted or created) it
+//! writes nothing either: the checkpoint and its recovery point stay as they
+//! were, and the bytes after that point (in the kernel, since the process
+//! died and not the machine) wait for the next flush, or are scanned again
+//! by the next recovery. Otherwise recovery fsyncs what it kept, so the
+//! recovery point moves to the end. Any index that fails its checks is
+//! rebuilt by a scan, in either case; a scanned segment's rebuilt indexes
+//! are written when it is next synced (a flush, a roll, a clean close).
 //!
 //! The leader-epoch cache ([`crate::leader_epoch`]) is loaded from its file.
 //! An unclean recovery drops the entries from the first scanned segment on
@@ -53,6 +63,12 @@ use crate::segment_load::{self, Scanned};
 use crate::segment_reader::SegmentFile;
 use crate::types::{Offset, TopicPartition};
 use crate::write_mode::WriteMode;
+
+/// The most zero bytes after the last batch that recovery leaves in place
+/// (direct writes pad the last block; 4 KiB on most devices). A longer run
+/// of zeros (a preallocated tail) is cut instead: reading it would cost more
+/// than the cut.
+pub const PADDING_BYTES_MAX: u64 = 64 << 10;
 
 /// What to do with corruption below the recovery point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +109,12 @@ pub struct OpenReport {
     /// The leader-epoch cache was rebuilt from the segments' batch headers
     /// (its file was missing from a log with data, or did not parse).
     pub epochs_rebuilt: bool,
+    /// Zeros found after the last batch of the last segment (the padding of
+    /// direct writes, or an extension whose data never came), left in place.
+    pub padding_bytes: u64,
+    /// Nothing was written: the log was found as its checkpoint describes,
+    /// so the recovery point and the checkpoint stay as they were.
+    pub untouched: bool,
 }
 
 impl PartitionLog {
@@ -123,6 +145,8 @@ impl PartitionLog {
             truncated_at: None,
             segments_deleted: 0,
             epochs_rebuilt: false,
+            padding_bytes: 0,
+            untouched: false,
         };
         check_recovery_segment_present(&dir, &bases, &cp, params.repair)?;
         let (on_disk, mut epoch_file_ok) = match LeaderEpochCache::load(&dir).await {
@@ -139,6 +163,7 @@ impl PartitionLog {
             .log_start
             .max(segments.front().map(|s| s.base()).unwrap_or(cp.log_start));
         let end_of = |segs: &VecDeque<Rc<Segment>>| segs.back().map(|s| s.next_offset());
+        let mut created = false;
         if segments.is_empty() || end_of(&segments).is_some_and(|end| end < log_start) {
             for s in segments.drain(..) {
                 s.delete_files().await?;
@@ -147,16 +172,34 @@ impl PartitionLog {
             segments.push_back(Rc::new(
                 Segment::create(&dir, log_start, params.mode, &params.file_cache).await?,
             ));
+            created = true;
         }
         activate_last(&segments, params.mode, &params.file_cache).await?;
-        for s in segments.iter() {
-            if s.needs_sync() {
-                s.sync_all().await?;
-            }
-        }
-        checkpoint::sync_dir(&dir).await?;
         let active = segments.back().cloned().unwrap_or_else(|| unreachable!());
         let end = active.next_offset();
+        let changed = created || report.truncated_at.is_some() || report.segments_deleted > 0;
+        let kept = match cp.shutdown {
+            Shutdown::Unclean if !changed => kept_recovery_point(&cp.recovery, &segments),
+            _ => None,
+        };
+        if kept.is_none() {
+            let mut synced = false;
+            for s in segments.iter() {
+                if s.needs_sync() {
+                    s.sync_all().await?;
+                    synced = true;
+                }
+            }
+            if changed || synced {
+                checkpoint::sync_dir(&dir).await?;
+            }
+        }
+        let recovery_point = kept.unwrap_or(RecoveryPoint {
+            offset: end,
+            segment_base: active.base(),
+            position: active.size(),
+        });
+        let durable = recovery_point.offset.max(log_start).min(end);
         if on_disk.is_none() && segments.iter().any(|s| s.size() > 0) {
             if epoch_file_ok {
                 tracing::warn!(tp = %params.tp, "no leader-epoch checkpoint for a log with data: rebuilding it from the segments");
@@ -189,12 +232,8 @@ impl PartitionLog {
             }),
             clock: params.clock,
             segments: std::cell::RefCell::new(segments),
-            offsets: std::cell::RefCell::new(LogOffsets::new(log_start, end, end)),
-            recovery_point: std::cell::Cell::new(RecoveryPoint {
-                offset: end,
-                segment_base: active.base(),
-                position: active.size(),
-            }),
+            offsets: std::cell::RefCell::new(LogOffsets::new(log_start, durable, end)),
+            recovery_point: std::cell::Cell::new(recovery_point),
             poison: std::cell::RefCell::new(None),
             closed: std::cell::Cell::new(false),
             turns: crate::fifo::TurnOrder::new(),
@@ -209,7 +248,17 @@ impl PartitionLog {
             end_moved: crate::notify::Notify::new(),
             reserved_moved: crate::notify::Notify::new(),
         });
-        log.write_checkpoint(Shutdown::Unclean).await?;
+        let on_disk = Checkpoint {
+            shutdown: Shutdown::Unclean,
+            ..cp
+        };
+        if kept.is_some() && cp.shutdown == Shutdown::Unclean && cp.log_start == log_start {
+            // The file already says what would be written.
+            log.last_checkpoint.set(Some(on_disk));
+            report.untouched = true;
+        } else {
+            log.write_checkpoint(Shutdown::Unclean).await?;
+        }
         tracing::info!(tp = %log.tp, ?report, log_start = %log_start, log_end = %end, "opened log");
         Ok((log, report))
     }
@@ -318,7 +367,8 @@ async fn load_segments(
                     epochs_cut = true;
                 }
                 let scanned = segment_load::scan_segment(base, &paths, &reader, interval, epochs).await?;
-                match settle_scan(params, &paths, scanned, durable, report).await? {
+                let last = i + 1 == bases.len();
+                match settle_scan(params, &paths, &reader, scanned, durable, last, report).await? {
                     (meta, Continue::Yes) => meta,
                     (meta, Continue::No) => {
                         let reader =
@@ -345,12 +395,16 @@ enum Continue {
 }
 
 /// Decides what a scan's stop means: corruption below the durable bound is
-/// refused (or repaired); anything else cuts the file there.
+/// refused (or repaired); zeros from the stop to the end of the last
+/// segment's file are the padding of direct writes (the file is left as it
+/// is: its appender writes over them); anything else cuts the file there.
 async fn settle_scan(
     params: &OpenParams,
     paths: &SegmentPaths,
+    reader: &SegmentFile,
     scanned: Scanned,
     durable: Durable,
+    last: bool,
     report: &mut OpenReport,
 ) -> Result<(crate::segment::SegmentMeta, Continue)> {
     let Scanned { meta, stop, file_size } = scanned;
@@ -370,6 +424,15 @@ async fn settle_scan(
     match stop {
         ScanStop::End => Ok((meta, Continue::Yes)),
         ScanStop::Invalid { position, reason } => {
+            // Only the last segment: a sealed one is cut to its logical
+            // size, and a later load checks that its file ends there.
+            let padding = last && position >= bound && file_size - position <= PADDING_BYTES_MAX;
+            if padding && segment_load::zeros_to_end(reader, position, file_size).await? {
+                tracing::debug!(tp = %params.tp, path = %paths.log.display(), position, file_size,
+                    "zero padding after the last batch");
+                report.padding_bytes = file_size - position;
+                return Ok((meta, Continue::Yes));
+            }
             if position < bound && params.repair == Repair::Refuse {
                 return Err(EngineError::CorruptBelowRecoveryPoint {
                     path: paths.log.clone(),
@@ -414,6 +477,19 @@ async fn rebuild_epochs(segments: &VecDeque<Rc<Segment>>) -> Result<LeaderEpochC
         }
     }
     Ok(epochs)
+}
+
+/// After an unclean shutdown that recovery had nothing to repair: the
+/// checkpoint's recovery point, when it still lies within the log (its
+/// segment is there and holds that many bytes). The bytes after it are in
+/// the kernel (the process died, not the machine) but not known to be on the
+/// device: they stay after the recovery point, to be synced by the next
+/// flush or scanned again by the next recovery, instead of being synced
+/// here, which for thousands of partitions was most of a restart's time.
+fn kept_recovery_point(rp: &RecoveryPoint, segments: &VecDeque<Rc<Segment>>) -> Option<RecoveryPoint> {
+    let segment = segments.iter().find(|s| s.base() == rp.segment_base)?;
+    let within = segment.size() >= rp.position && segment.base() <= rp.offset && rp.offset <= segment.next_offset();
+    within.then_some(*rp)
 }
 
 /// Gives the last segment an appender.

@@ -215,6 +215,28 @@ async fn scan_buffered(
     Ok(())
 }
 
+/// Bytes read per request when checking a file's tail for zeros.
+const ZERO_CHECK_CHUNK_BYTES: usize = 1 << 20;
+
+/// Whether every byte of the file from `pos` to `file_size` is zero: what
+/// an active segment written in direct mode holds after its last batch (its
+/// last block is written whole, and a preallocated file is extended ahead).
+pub async fn zeros_to_end(reader: &SegmentFile, pos: u64, file_size: u64) -> Result<bool> {
+    let mut at = pos;
+    while at < file_size {
+        let want = ZERO_CHECK_CHUNK_BYTES.min((file_size - at) as usize);
+        let chunk = reader.read_at(at, want).await?;
+        if chunk.is_empty() {
+            return Ok(false);
+        }
+        if chunk.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += chunk.len() as u64;
+    }
+    Ok(true)
+}
+
 /// Cuts a segment's log file at `len` and makes the cut durable.
 pub async fn truncate_file(path: &Path, len: u64) -> Result<()> {
     let f = glommio::io::OpenOptions::new()

@@ -166,20 +166,43 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
         // Crash: no close.
         log.append(producer_batch(2, 150, 99, 8), LEADER).await.unwrap();
         drop(log);
+        let checkpoint = dir.path().join("checkpoint");
+        let checkpoint_before = std::fs::read(&checkpoint).unwrap();
         let (log, report) = open().await.unwrap();
         assert!(report.segments_scanned >= 1, "{report:?}");
-        // Direct writes leave the last block zero-padded: recovery cuts the
-        // padding, at the end of the last batch.
-        let active_size = std::fs::metadata(dir.path().join("00000000000000000100.log"))
-            .unwrap()
-            .len();
-        if let Some((_, at)) = &report.truncated_at {
-            assert_eq!(*at, active_size, "{report:?}");
-        }
+        // Direct writes leave the last block zero-padded: recovery takes the
+        // zeros for padding, not for a torn tail, and leaves the file as it is.
+        let active_file = dir.path().join("00000000000000000100.log");
+        let active_size = std::fs::metadata(&active_file).unwrap().len();
+        assert_eq!(report.truncated_at, None, "{report:?}");
+        assert!(report.padding_bytes > 0, "{report:?}");
+        assert_eq!(active_size % 4096, 0, "the padded block is still there");
+        // Nothing to repair: the checkpoint is not rewritten, and its
+        // recovery point stays before the batch that was never synced.
+        assert!(report.untouched, "{report:?}");
+        assert_eq!(std::fs::read(&checkpoint).unwrap(), checkpoint_before);
+        assert_eq!(log.recovery_point().offset, Offset(100));
         assert_eq!(log.log_end_offset(), Offset(102));
         // Appends continue where the log ends.
         let info = log.append(producer_batch(1, 10, 100, 9), LEADER).await.unwrap();
         assert_eq!(info.first_offset, Offset(102));
+        let after = read_all(&log, Offset(0), 4096).await;
+        // A second crash recovers the same records, scanning from the same
+        // recovery point.
+        drop(log);
+        let (log, report) = open().await.unwrap();
+        assert!(report.untouched, "{report:?}");
+        assert_eq!(log.log_end_offset(), Offset(103));
+        assert_eq!(read_all(&log, Offset(0), 4096).await, after);
+        // A clean close cuts the padding and writes the indexes: the next
+        // open trusts them and scans nothing.
+        log.close().await.unwrap();
+        drop(log);
+        let logical: u64 = std::fs::metadata(&active_file).unwrap().len();
+        assert_ne!(logical % 4096, 0, "cut to its batches");
+        let (log, report) = open().await.unwrap();
+        assert_eq!(report.segments_scanned, 0, "{report:?}");
+        assert_eq!(read_all(&log, Offset(0), 4096).await, after);
         log.close().await.unwrap();
     });
 }

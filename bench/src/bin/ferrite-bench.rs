@@ -149,7 +149,7 @@ enum Command {
         broker_config: Vec<String>,
     },
     /// What a broker pays for its partition count: starts a broker (or,
-    /// with --brokers 3, a ZooKeeper cluster), creates --count partitions,
+    /// with --cluster 3, a ZooKeeper cluster), creates --count partitions,
     /// writes to every one, keeps a produce load over all of them (and
     /// over 8 partitions, the baseline), measures idle CPU and, standalone,
     /// restarts (SIGTERM, then SIGKILL). Prints one JSON line with
