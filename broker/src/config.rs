@@ -116,6 +116,9 @@ pub struct ClusterConfig {
     pub replica_fetch_response_max_bytes: i32,
     /// `min.insync.replicas` (topics may override it).
     pub min_insync_replicas: usize,
+    /// `num.replica.fetchers`: fetch connections each shard opens to each
+    /// leader broker, its followed partitions dealt over them by hash.
+    pub num_replica_fetchers: usize,
     /// `unclean.leader.election.enable` (topics may override it).
     pub unclean_leader_election: bool,
     /// `auto.leader.rebalance.enable`.
@@ -138,6 +141,7 @@ impl Default for ClusterConfig {
             replica_fetch_max_bytes: 1 << 20,
             replica_fetch_response_max_bytes: 10 << 20,
             min_insync_replicas: 1,
+            num_replica_fetchers: 1,
             unclean_leader_election: false,
             auto_leader_rebalance: true,
             leader_imbalance_check_interval_s: 300,
@@ -315,6 +319,13 @@ impl BrokerConfig {
                 "replica.fetch.max.bytes" => self.cluster.replica_fetch_max_bytes = num(k, v)?,
                 "replica.fetch.response.max.bytes" => self.cluster.replica_fetch_response_max_bytes = num(k, v)?,
                 "min.insync.replicas" => self.cluster.min_insync_replicas = num(k, v)?,
+                "num.replica.fetchers" => {
+                    let max = ferrite_controller::broker_config::REPLICA_FETCHERS_MAX;
+                    self.cluster.num_replica_fetchers = num(k, v)?;
+                    if !(1..=max as usize).contains(&self.cluster.num_replica_fetchers) {
+                        return Err(invalid(k, v, format!("expected 1 to {max}")));
+                    }
+                }
                 "unclean.leader.election.enable" => self.cluster.unclean_leader_election = boolean(k, v)?,
                 "auto.leader.rebalance.enable" => self.cluster.auto_leader_rebalance = boolean(k, v)?,
                 "leader.imbalance.check.interval.seconds" => {

@@ -69,6 +69,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("replica.fetch.min.bytes", Int, Some("1"), "Bytes a follower's fetch waits for."),
     b!("replica.fetch.max.bytes", Int, Some("1048576"), "Bytes a follower fetches per partition."),
     b!("replica.fetch.response.max.bytes", Int, Some("10485760"), "Bytes a follower fetches per request."),
+    b!("num.replica.fetchers", Int, Some("1"), "Fetch connections each shard opens to each leader broker; the partitions it follows from that leader are dealt over them by hash (1 to 16; changes while running)."),
     b!("min.insync.replicas", Int, Some("1"), "Fewest in-sync replicas with which an acks=all produce is accepted."),
     b!("unclean.leader.election.enable", Boolean, Some("false"), "Whether a replica outside the ISR may become leader (loses records)."),
     b!("auto.leader.rebalance.enable", Boolean, Some("true"), "Whether the controller moves leaderships back to preferred replicas."),
@@ -101,7 +102,6 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
 pub const INERT_CONFIGS: &[BrokerConfigDef] = &[
     b!("num.network.threads", Int, Some("3"), "Kafka's network threads; Ferrite's shards do this work."),
     b!("num.io.threads", Int, Some("8"), "Kafka's request threads; Ferrite's shards do this work."),
-    b!("num.replica.fetchers", Int, Some("1"), "Kafka's fetcher threads per leader; a Ferrite shard fetches for all its partitions."),
     b!("num.recovery.threads.per.data.dir", Int, Some("2"), "Kafka's recovery threads; Ferrite recovers on its shards."),
     b!("background.threads", Int, Some("10"), "Kafka's background threads; Ferrite runs these tasks on its shards."),
     b!("socket.send.buffer.bytes", Int, Some("102400"), "Kafka's socket send buffer; Ferrite keeps the kernel's."),

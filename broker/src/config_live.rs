@@ -16,7 +16,8 @@
 //! What a change acts on: the topic defaults (`log.retention.ms`,
 //! `log.segment.bytes`, `message.max.bytes`, `log.cleanup.policy`, …) for
 //! every topic that does not override them, `min.insync.replicas` for
-//! acks=all produces, and, on the controller, `unclean.leader.election.enable`.
+//! acks=all produces, `num.replica.fetchers` for the shard's fetchers, and,
+//! on the controller, `unclean.leader.election.enable`.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -149,6 +150,11 @@ impl BrokerShard {
             tracing::info!(dynamic = ?layered, "dynamic broker configs in force");
         }
         self.set_live(live.clone());
+        if let Some(replicas) = &self.replicas {
+            replicas
+                .fetchers
+                .set_per_leader(live.effective.cluster.num_replica_fetchers);
+        }
         live
     }
 }

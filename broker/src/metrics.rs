@@ -150,7 +150,10 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
         let files = shard.logs.file_cache_stats();
         metrics::gauge!("ferrite_log_files_open", "shard" => label.clone()).set(files.open as f64);
         metrics::gauge!("ferrite_log_file_opens", "shard" => label.clone()).set(files.opens as f64);
-        metrics::gauge!("ferrite_log_file_evictions", "shard" => label).set(files.evictions as f64);
+        metrics::gauge!("ferrite_log_file_evictions", "shard" => label.clone()).set(files.evictions as f64);
+        if let Some(replicas) = &shard.replicas {
+            metrics::gauge!("ferrite_replica_fetchers", "shard" => label).set(replicas.fetchers.running() as f64);
+        }
         glommio::timer::sleep(Duration::from_secs(5)).await;
     }
 }

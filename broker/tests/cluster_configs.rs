@@ -338,3 +338,117 @@ fn turning_unclean_election_on_dynamically_elects_an_offline_partition() {
         (leader_now() == follower).then_some(())
     });
 }
+
+/// Runs `tests/python/cluster_configs.py` (confluent-kafka's AdminClient)
+/// against `bootstrap`; panics unless it ends with `all ok`.
+fn admin_client(bootstrap: &str, args: &[&str]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/cluster_configs.py");
+    let python = std::env::var("FERRITE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = std::process::Command::new(&python)
+        .arg(script)
+        .arg(bootstrap)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e} (run scripts/test.sh, or set FERRITE_PYTHON)"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all ok"),
+        "{args:?} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `ferrite_replica_fetchers` summed over the shards of the broker whose
+/// metrics listen on `port` (`None` before the first report).
+fn fetchers_running(port: u16) -> Option<f64> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    let mut text = String::new();
+    c.read_to_string(&mut text).ok()?;
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("ferrite_replica_fetchers{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// Every partition of `topic` takes an acks=all produce: each needs its
+/// followers to fetch it.
+fn acks_all_everywhere(cluster: &Cluster, topic: &str, partitions: usize, value: &[u8]) {
+    let first = cluster.brokers[0].bootstrap();
+    let leaders = common::cluster::leaders_of(&first, topic, partitions).expect("leaders");
+    for (p, leader) in leaders.iter().enumerate() {
+        let at = cluster
+            .brokers
+            .iter()
+            .find(|b| b.id == *leader)
+            .expect("a leader of ours");
+        wait_for("an acks=all produce", Duration::from_secs(20), || {
+            (produce(&at.bootstrap(), topic, p as i32, -1, value).0 == 0).then_some(())
+        });
+    }
+}
+
+/// `num.replica.fetchers`, set for one broker through another with
+/// confluent-kafka's AdminClient (Kafka's ZooKeeper path: written under
+/// `/config/brokers/<id>`, announced, read by that broker), changes how
+/// many fetchers that broker runs while it runs, and replication goes on
+/// over them; set back to 1, the extra fetchers end. A topic config set
+/// with the AdminClient through one broker is described by every broker
+/// within a second.
+#[test]
+fn num_replica_fetchers_and_topic_configs_set_with_a_real_client_reach_their_brokers() {
+    let _serial = serial();
+    let zk = ferrite_testkit::zookeeper::ZooKeeper::standalone();
+    let connect = zk.connect_string();
+    let metrics_port = ferrite_testkit::free_port();
+    let metrics = format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}");
+    let brokers = vec![
+        common::cluster::ClusterBroker::new(1, &connect, &[]),
+        common::cluster::ClusterBroker::new(2, &connect, &[]),
+        common::cluster::ClusterBroker::new(3, &connect, &[&metrics]),
+    ];
+    let cluster = Cluster { zk, brokers };
+    let first = cluster.brokers[0].bootstrap();
+    const PARTITIONS: usize = 24;
+    wait_for("the topic created", Duration::from_secs(20), || {
+        matches!(create_topic(&first, "fetched", PARTITIONS as i32, 3, &[]), 0 | 36).then_some(())
+    });
+    wait_for("leaders and full ISRs", Duration::from_secs(30), || {
+        common::cluster::partitions_of(&first, "fetched", PARTITIONS).filter(|p| p.iter().all(|(_, isr)| *isr == 3))
+    });
+    acks_all_everywhere(&cluster, "fetched", PARTITIONS, b"one fetcher per leader");
+    // Broker 3 follows partitions of two leaders on each of its 2 shards.
+    let one_each = wait_for("broker 3's fetchers reported", Duration::from_secs(15), || {
+        fetchers_running(metrics_port).filter(|n| *n >= 1.0)
+    });
+    assert!(one_each <= 4.0, "{one_each} fetchers with one per leader and shard");
+
+    admin_client(&first, &["fetchers", "3", "3"]);
+    let three_each = wait_for("broker 3 runs more fetchers", Duration::from_secs(20), || {
+        fetchers_running(metrics_port).filter(|n| *n > 4.0)
+    });
+    assert!(
+        three_each <= 12.0,
+        "{three_each} fetchers with three per leader and shard"
+    );
+    acks_all_everywhere(&cluster, "fetched", PARTITIONS, b"three fetchers per leader");
+
+    admin_client(&first, &["fetchers", "3", "1"]);
+    wait_for("broker 3's extra fetchers end", Duration::from_secs(30), || {
+        fetchers_running(metrics_port).filter(|n| *n <= 4.0)
+    });
+    acks_all_everywhere(&cluster, "fetched", PARTITIONS, b"one fetcher per leader again");
+
+    admin_client(&first, &["topic", "fetched", "retention.ms", "7654321"]);
+    let mut clients: Vec<Client> = cluster.brokers.iter().map(|b| Client::connect(b.addr())).collect();
+    for (i, c) in clients.iter_mut().enumerate() {
+        let took = time_until("the new retention.ms described", || {
+            described(c, "fetched", "retention.ms") == ("7654321".to_string(), 1)
+        });
+        assert!(took <= IN_FORCE_WITHIN, "broker {} described it after {took:?}", i + 1);
+    }
+}

@@ -8,8 +8,10 @@
 //! value, the built-in default. Which names are dynamic follows Kafka: the
 //! first broker synonym of each topic config (`log.retention.ms`,
 //! `log.segment.bytes`, `message.max.bytes`, `min.insync.replicas`,
-//! `unclean.leader.election.enable`, …) and the thread-pool sizes; the other
-//! broker settings are read at start only and are refused here. Ferrite
+//! `unclean.leader.election.enable`, …) and the thread-pool sizes
+//! (`num.replica.fetchers` is applied: fetch connections per leader; the
+//! others size pools Ferrite does not have); the other broker settings are
+//! read at start only and are refused here. Ferrite
 //! differs where it cannot apply a change while running:
 //! `log.message.format.version` (Kafka excludes it too) and
 //! `log.preallocate` (Ferrite's preallocation is the log manager's write
@@ -75,10 +77,17 @@ impl<'de> serde::Deserialize<'de> for BrokerEntity {
 pub const INERT_DYNAMIC: &[&str] = &[
     "num.network.threads",
     "num.io.threads",
-    "num.replica.fetchers",
     "num.recovery.threads.per.data.dir",
     "background.threads",
 ];
+
+/// The most fetch connections a shard opens to one leader
+/// (`num.replica.fetchers`).
+pub const REPLICA_FETCHERS_MAX: i32 = 16;
+
+/// Counts that may change while running and are applied, with their
+/// largest value.
+const COUNTS: &[(&str, i32)] = &[("num.replica.fetchers", REPLICA_FETCHERS_MAX)];
 
 /// Topic synonyms that stay read-only in Ferrite (see the module doc).
 const NOT_DYNAMIC_HERE: &[&str] = &["log.message.format.version", "log.preallocate"];
@@ -88,6 +97,8 @@ const NOT_DYNAMIC_HERE: &[&str] = &["log.message.format.version", "log.prealloca
 pub enum Dynamic {
     /// The broker default of this topic config; applied while running.
     TopicDefault(&'static TopicConfigDef),
+    /// A count applied while running, from 1 to `max`.
+    Count { max: i32 },
     /// A thread-pool size: accepted, changes nothing.
     Inert,
 }
@@ -96,6 +107,9 @@ pub enum Dynamic {
 pub fn dynamic(key: &str) -> Option<Dynamic> {
     if INERT_DYNAMIC.contains(&key) {
         return Some(Dynamic::Inert);
+    }
+    if let Some(&(_, max)) = COUNTS.iter().find(|(k, _)| *k == key) {
+        return Some(Dynamic::Count { max });
     }
     if NOT_DYNAMIC_HERE.contains(&key) {
         return None;
@@ -112,6 +126,7 @@ pub fn dynamic_names() -> impl Iterator<Item = &'static str> {
         .iter()
         .filter_map(|d| d.synonyms.first().copied())
         .filter(|k| !NOT_DYNAMIC_HERE.contains(k))
+        .chain(COUNTS.iter().map(|(k, _)| *k))
         .chain(INERT_DYNAMIC.iter().copied())
 }
 
@@ -134,6 +149,10 @@ pub fn validate(key: &str, value: Option<&str>) -> Result<()> {
             ControllerError::InvalidConfig { value, reason, .. } => invalid(key, &value, reason),
             other => other,
         }),
+        Dynamic::Count { max } => match value.parse::<i32>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(()),
+            _ => Err(invalid(key, value, format!("must be an integer from 1 to {max}"))),
+        },
         Dynamic::Inert => match value.parse::<i32>() {
             Ok(n) if n >= 1 => Ok(()),
             _ => Err(invalid(key, value, "must be an integer of at least 1")),
@@ -222,7 +241,13 @@ mod tests {
         );
         assert!(dynamic("message.max.bytes").is_some());
         assert!(dynamic("min.insync.replicas").is_some());
-        assert!(dynamic("num.replica.fetchers").is_some());
+        assert!(matches!(
+            dynamic("num.replica.fetchers"),
+            Some(Dynamic::Count { max: 16 })
+        ));
+        assert!(validate("num.replica.fetchers", Some("16")).is_ok());
+        assert!(validate("num.replica.fetchers", Some("17")).is_err());
+        assert!(validate("num.replica.fetchers", Some("0")).is_err());
         assert!(dynamic("broker.id").is_none());
         assert!(dynamic("log.dirs").is_none());
         assert!(dynamic("log.preallocate").is_none());

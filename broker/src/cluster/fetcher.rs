@@ -1,8 +1,11 @@
-//! Follower fetchers: on each shard, one per leader broker, batching every
-//! partition the shard follows from that leader into one Fetch request
-//! (`replica_id` = this broker), and sending the OffsetForLeaderEpoch
-//! queries that come before fetching. Each fetcher is a task with its own
-//! connection; it ends when it has nothing left to do.
+//! Follower fetchers: on each shard, `num.replica.fetchers` per leader
+//! broker (one by default), batching the partitions the shard follows from
+//! that leader into one Fetch request each (`replica_id` = this broker),
+//! and sending the OffsetForLeaderEpoch queries that come before fetching.
+//! A partition goes to the fetcher its hash picks, as Kafka deals them over
+//! its fetcher threads; a change of the count deals them again. Each
+//! fetcher is a task with its own connection; it ends when it has nothing
+//! left to do.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,6 +45,9 @@ struct Work {
     asks: BTreeMap<TopicPartition, (LeaderEpoch, Backoff)>,
 }
 
+/// A leader broker, and which of the fetchers to it.
+type FetcherKey = (BrokerId, usize);
+
 struct Fetcher {
     leader: BrokerId,
     work: RefCell<Work>,
@@ -52,23 +58,103 @@ struct Fetcher {
 pub struct Fetchers {
     cluster: Arc<ClusterShared>,
     replicas: Weak<ShardReplicas>,
-    by_leader: RefCell<BTreeMap<BrokerId, Rc<Fetcher>>>,
+    by_leader: RefCell<BTreeMap<FetcherKey, Rc<Fetcher>>>,
+    /// Fetchers per leader (`num.replica.fetchers`).
+    per_leader: Cell<usize>,
+}
+
+/// Which of `count` fetchers a partition goes to: a mixed hash of its
+/// topic and number. Not Kafka's `abs(31 × topic.hashCode() + partition)
+/// mod count`: with the usual round-robin assignment a leader's partitions
+/// of a topic are numbered `count` apart when there are as many brokers as
+/// fetchers, and that sends them all to one fetcher.
+pub fn fetcher_index(tp: &TopicPartition, count: usize) -> usize {
+    assert!(count >= 1, "no fetchers");
+    let topic_hash = tp.topic.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    // splitmix64's finalizer over the topic's FNV-1a hash and the number.
+    let mut z = topic_hash ^ (tp.partition as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z % count as u64) as usize
 }
 
 impl Fetchers {
     pub fn new(cluster: Arc<ClusterShared>, replicas: Weak<ShardReplicas>) -> Rc<Fetchers> {
+        let per_leader = cluster.config.num_replica_fetchers.max(1);
         Rc::new(Fetchers {
             cluster,
             replicas,
             by_leader: RefCell::new(BTreeMap::new()),
+            per_leader: Cell::new(per_leader),
         })
     }
 
-    fn fetcher(self: &Rc<Self>, leader: BrokerId) -> Rc<Fetcher> {
+    /// Fetchers per leader broker now.
+    pub fn per_leader(&self) -> usize {
+        self.per_leader.get()
+    }
+
+    /// Running fetcher tasks (a gauge for operators and tests).
+    pub fn running(&self) -> usize {
+        self.by_leader.borrow().values().filter(|f| f.running.get()).count()
+    }
+
+    /// Changes the number of fetchers per leader (`num.replica.fetchers`
+    /// changed while running): every partition is dealt again. A fetch in
+    /// flight on a fetcher that loses a partition is not applied for it
+    /// (the fetcher checks its work when the answer comes).
+    pub fn set_per_leader(self: &Rc<Self>, count: usize) {
+        let count = count.max(1);
+        if count == self.per_leader.get() {
+            return;
+        }
+        self.per_leader.set(count);
+        let mut moved: Vec<(BrokerId, Work)> = Vec::new();
+        for f in self.by_leader.borrow().values() {
+            moved.push((f.leader, std::mem::take(&mut *f.work.borrow_mut())));
+        }
+        // Fetchers past the new count end once idle; they are not kept.
+        self.by_leader.borrow_mut().retain(|(_, i), _| *i < count);
+        let mut woken = BTreeSet::new();
+        for (leader, work) in moved {
+            for tp in work.fetching {
+                let key = (leader, fetcher_index(&tp, count));
+                self.fetcher(key).work.borrow_mut().fetching.insert(tp);
+                woken.insert(key);
+            }
+            for (tp, ask) in work.asks {
+                let key = (leader, fetcher_index(&tp, count));
+                self.fetcher(key).work.borrow_mut().asks.insert(tp, ask);
+                woken.insert(key);
+            }
+        }
+        for key in woken {
+            if let Some(f) = self.by_leader.borrow().get(&key) {
+                f.wake.notify_all();
+            }
+        }
+        let dealt: Vec<(i32, usize, usize)> = self
+            .by_leader
+            .borrow()
+            .iter()
+            .map(|((leader, i), f)| (leader.0, *i, f.work.borrow().fetching.len()))
+            .collect();
+        tracing::info!(fetchers_per_leader = count, ?dealt, "replica fetchers dealt again");
+    }
+
+    fn key(&self, tp: &TopicPartition, leader: BrokerId) -> FetcherKey {
+        (leader, fetcher_index(tp, self.per_leader.get()))
+    }
+
+    fn fetcher(self: &Rc<Self>, key: FetcherKey) -> Rc<Fetcher> {
+        let leader = key.0;
         let f = self
             .by_leader
             .borrow_mut()
-            .entry(leader)
+            .entry(key)
             .or_insert_with(|| {
                 Rc::new(Fetcher {
                     leader,
@@ -88,14 +174,14 @@ impl Fetchers {
     /// Fetches `tp` from `leader` (and from no other).
     pub fn fetch(self: &Rc<Self>, tp: &TopicPartition, leader: BrokerId) {
         self.remove(tp);
-        let f = self.fetcher(leader);
+        let f = self.fetcher(self.key(tp, leader));
         f.work.borrow_mut().fetching.insert(tp.clone());
         f.wake.notify_all();
     }
 
     pub fn ask_epoch_end(self: &Rc<Self>, tp: &TopicPartition, leader: BrokerId, epoch: LeaderEpoch, backoff: Backoff) {
         self.remove(tp);
-        let f = self.fetcher(leader);
+        let f = self.fetcher(self.key(tp, leader));
         f.work.borrow_mut().asks.insert(tp.clone(), (epoch, backoff));
         f.wake.notify_all();
     }
@@ -416,4 +502,28 @@ async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched)
         return true;
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leaders_partitions_spread_over_its_fetchers() {
+        assert_eq!(fetcher_index(&TopicPartition::new("orders", 5), 1), 0);
+        for count in 2..=4 {
+            // Round-robin assignment over `count` brokers: one leader has
+            // partitions 0, count, 2 × count, … of a topic.
+            let led: Vec<i32> = (0..8).map(|i| i * count as i32).collect();
+            let used: BTreeSet<usize> = led
+                .iter()
+                .map(|p| fetcher_index(&TopicPartition::new("orders", *p), count))
+                .collect();
+            assert!(used.len() >= 2, "{count} fetchers, one used: {used:?}");
+        }
+        let every: BTreeSet<usize> = (0..64)
+            .map(|p| fetcher_index(&TopicPartition::new("t", p), 16))
+            .collect();
+        assert!(every.len() >= 14, "{every:?}");
+    }
 }
