@@ -83,6 +83,33 @@ fn dynamic_broker_configs_take_effect_at_once_and_survive_a_restart() {
     run(&b, "broker-configs-kept");
 }
 
+/// Dynamic `log.segment.bytes` and `log.retention.ms` set for the broker
+/// with confluent-kafka's AdminClient act on a topic that exists: its log
+/// rolls at the new size, and its old segments are deleted.
+#[test]
+fn dynamic_segment_size_and_retention_act_on_existing_logs() {
+    let b = Broker::start(&["log.retention.check.interval.ms=200"]);
+    let segments = || {
+        std::fs::read_dir(b.data_dir().join("rolled-0"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    run(&b, "log-roll");
+    // 200 batches of about 1.1 KiB at 16 KiB a segment.
+    let rolled = segments();
+    assert!(rolled >= 10, "{rolled} segments after 200 KiB at 16 KiB each");
+    run(&b, "log-retention");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while segments() > 1 {
+        assert!(std::time::Instant::now() < deadline, "{} segments left", segments());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// A logger's level changed while running (BROKER_LOGGER, through
 /// kafka-python): its debug lines appear in the broker's log from then on,
 /// and stop once the level is deleted.

@@ -35,6 +35,14 @@ only and bad values are refused.
 
 broker-configs-kept: after a restart, what broker-configs left is in force.
 
+log-roll: log.segment.bytes set to 16384 for broker 0 (the test then counts
+the segments), and 200 records of 1 KiB produced to `rolled`, one per
+request.
+
+log-retention: log.retention.ms set to 1000 for broker 0; the segments of
+`rolled` older than that go (the test watches the files), and the earliest
+offset moves up.
+
 Prints `all ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
@@ -293,6 +301,49 @@ def produce_error(bootstrap, topic, size):
     return errors[0]
 
 
+def set_broker(a, name, key, value):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+    res = ConfigResource(ResourceType.BROKER, name, incremental_configs=[entry])
+    err = alter_error(a.incremental_alter_configs([res]))
+    expect(err is None, f"{key}={value} on broker {name}: {err}")
+
+
+def log_roll(bootstrap):
+    from confluent_kafka import Producer
+
+    a = admin(bootstrap)
+    create(a, "rolled")
+    set_broker(a, "0", "log.segment.bytes", "16384")
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": False})
+    for i in range(200):
+        p.produce("rolled", value=b"r" * 1024, partition=0)
+        p.flush(TIMEOUT_S)
+    expect(p.flush(TIMEOUT_S) == 0, "produce did not finish")
+    print("ok log-roll", flush=True)
+
+
+def log_retention(bootstrap):
+    import time
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    a = admin(bootstrap)
+    set_broker(a, "0", "log.retention.ms", "1000")
+    tp = TopicPartition("rolled", 0)
+    deadline = time.time() + TIMEOUT_S
+    while True:
+        earliest = a.list_offsets({tp: OffsetSpec.earliest()})[tp].result(TIMEOUT_S).offset
+        if earliest > 0:
+            break
+        expect(time.time() < deadline, "the earliest offset stayed 0")
+        time.sleep(0.2)
+    latest = a.list_offsets({tp: OffsetSpec.latest()})[tp].result(TIMEOUT_S).offset
+    expect(latest == 200, f"latest {latest}")
+    print(f"ok log-retention earliest {earliest}", flush=True)
+
+
 def ferrite_configs(bootstrap, *args):
     """`ferrite configs ARGS` (the binary in $FERRITE_BIN): (exit code, output)."""
     import os
@@ -395,7 +446,7 @@ def broker_configs_kept(bootstrap):
 
 if __name__ == "__main__":
     bootstrap, which = sys.argv[1], sys.argv[2]
-    modes = {"max-timestamp": max_timestamp, "configs": configs, "assignment": assignment, "static-expiry": static_expiry,
+    modes = {"log-roll": log_roll, "log-retention": log_retention, "max-timestamp": max_timestamp, "configs": configs, "assignment": assignment, "static-expiry": static_expiry,
              "groups-and-operations": groups_and_operations, "broker-configs": broker_configs,
              "broker-configs-kept": broker_configs_kept}
     modes[which](bootstrap)
