@@ -32,7 +32,9 @@ java -version 2>&1 | head -n 1
 if [ ! -x target/pyenv/bin/python ]; then
   python3 -m venv target/pyenv
 fi
-target/pyenv/bin/pip install -q --disable-pip-version-check confluent-kafka kafka-python
+# Within the major versions the tests were written against: loggers.py
+# needs kafka-python 3's admin API, admin.py confluent-kafka 2's.
+target/pyenv/bin/pip install -q --disable-pip-version-check 'confluent-kafka>=2.16,<3' 'kafka-python>=3.0,<4'
 export FERRITE_PYTHON="$PWD/target/pyenv/bin/python"
 "$FERRITE_PYTHON" -c 'import confluent_kafka, kafka; print("confluent-kafka", confluent_kafka.version()[0], "/ librdkafka", confluent_kafka.libversion()[0], "/ kafka-python", kafka.__version__)'
 
