@@ -65,6 +65,9 @@ pub struct BrokerConfig {
     pub connection_requests_inflight_max: usize,
     /// The longest a fetch long-polls, whatever it asks (`ferrite.fetch.wait.max.ms`).
     pub fetch_wait_ms_max: u64,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions the
+    /// broker keeps, over all its shards (KIP-227).
+    pub fetch_session_slots: usize,
     /// Replication and controller settings, used when `zookeeper.connect` is set.
     pub cluster: ClusterConfig,
     /// The group coordinator's `group.*` settings.
@@ -180,6 +183,7 @@ impl Default for BrokerConfig {
             metrics_listen: None,
             connection_requests_inflight_max: 32,
             fetch_wait_ms_max: 30_000,
+            fetch_session_slots: 1000,
             cluster: ClusterConfig::default(),
             groups: GroupConfig::default(),
             offsets: OffsetsConfig::default(),
@@ -362,6 +366,7 @@ impl BrokerConfig {
                 }
                 "ferrite.cpu.first" => self.cpu_first = num(k, v)?,
                 "ferrite.fetch.wait.max.ms" => self.fetch_wait_ms_max = num(k, v)?,
+                "max.incremental.fetch.session.cache.slots" => self.fetch_session_slots = num(k, v)?,
                 "ferrite.metrics.listen" => {
                     self.metrics_listen = Some(v.parse().map_err(|_| invalid(k, v, "expected host:port"))?)
                 }

@@ -93,6 +93,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("ferrite.shards", Int, Some("0"), "Ferrite: shards (threads), 0 for one per CPU."),
     b!("ferrite.cpu.pinning", String, Some("per-cpu"), "Ferrite: per-cpu pins each shard to a CPU; none leaves it to the kernel."),
     b!("ferrite.cpu.first", Int, Some("0"), "Ferrite: the CPU of shard 0 when pinned."),
+    b!("max.incremental.fetch.session.cache.slots", Int, Some("1000"), "Incremental fetch sessions (KIP-227) the broker keeps, shared out over its shards; 0 keeps none."),
     b!("ferrite.fetch.wait.max.ms", Long, Some("30000"), "Ferrite: the longest a fetch long-polls, whatever it asks."),
     b!("ferrite.metrics.listen", String, None, "Ferrite: the address of the Prometheus metrics endpoint."),
 ];

@@ -141,6 +141,11 @@ pub fn connection_closed(shard: ferrite_engine::ShardId) {
     metrics::gauge!("ferrite_connections_active", "shard" => shard.0.to_string()).decrement(1.0);
 }
 
+/// A fetch answered within a session (KIP-227), naming only what changed.
+pub fn incremental_fetch() {
+    metrics::counter!("ferrite_fetch_incremental_total").increment(1);
+}
+
 /// Every few seconds, the shard's gauges (partition gauges are read at
 /// scrape time: `partition_gauges`).
 pub async fn report_logs(shard: Rc<BrokerShard>) {
@@ -151,6 +156,7 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
         metrics::gauge!("ferrite_log_files_open", "shard" => label.clone()).set(files.open as f64);
         metrics::gauge!("ferrite_log_file_opens", "shard" => label.clone()).set(files.opens as f64);
         metrics::gauge!("ferrite_log_file_evictions", "shard" => label.clone()).set(files.evictions as f64);
+        metrics::gauge!("ferrite_fetch_sessions", "shard" => label.clone()).set(shard.fetch_sessions.count() as f64);
         if let Some(replicas) = &shard.replicas {
             metrics::gauge!("ferrite_replica_fetchers", "shard" => label).set(replicas.fetchers.running() as f64);
         }

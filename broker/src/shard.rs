@@ -114,6 +114,8 @@ pub struct BrokerShard {
     /// In a cluster: the replicas of this shard's partitions (`None` for
     /// `ferrite standalone`, whose logs are served directly).
     pub replicas: Option<Rc<ShardReplicas>>,
+    /// The incremental fetch sessions opened through this shard.
+    pub fetch_sessions: crate::handlers::FetchSessions,
     /// The groups of this shard's `__consumer_offsets` partitions.
     pub groups: GroupCoordinator,
     /// Producer ids this shard hands out (InitProducerId).
@@ -134,6 +136,8 @@ impl BrokerShard {
         store: Option<EmbeddedStore>,
         replicas: Option<Rc<ShardReplicas>>,
     ) -> BrokerShard {
+        let shards = handle.shard_count().max(1);
+        let fetch_session_slots = config.fetch_session_slots.div_ceil(shards);
         BrokerShard {
             id,
             groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
@@ -156,6 +160,7 @@ impl BrokerShard {
             connections_changed: Notify::new(),
             install_lock: glommio::sync::Semaphore::new(1),
             replicas,
+            fetch_sessions: crate::handlers::FetchSessions::new(id, fetch_session_slots),
         }
     }
 

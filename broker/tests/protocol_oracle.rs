@@ -201,15 +201,30 @@ fn fetch_round_trips_with_record_chunks() {
             .with_max_wait_ms(500)
             .with_min_bytes(1)
             .with_max_bytes(1 << 20)
+            .with_session_id(if v >= 7 { 77 } else { 0 })
+            .with_session_epoch(if v >= 7 { 3 } else { -1 })
             .with_topics(vec![km::fetch_request::FetchTopic::default()
                 .with_topic(tn("orders"))
                 .with_partitions(vec![km::fetch_request::FetchPartition::default()
                     .with_partition(1)
                     .with_fetch_offset(99)
-                    .with_partition_max_bytes(4096)])]);
+                    .with_partition_max_bytes(4096)])])
+            .with_forgotten_topics_data(if v >= 7 {
+                vec![km::fetch_request::ForgottenTopic::default()
+                    .with_topic(tn("gone"))
+                    .with_partitions(vec![4, 5])]
+            } else {
+                vec![]
+            });
         let r = ours(1, v, &req);
         let RequestBody::Fetch(f) = &r.body else { panic!() };
         assert_eq!(f.max_wait_ms, 500);
+        if v >= 7 {
+            assert_eq!((f.session_id, f.session_epoch), (77, 3));
+            assert_eq!(f.forgotten, vec![("gone".to_string(), vec![4, 5])]);
+        } else {
+            assert_eq!((f.session_id, f.session_epoch), (0, -1), "no session before v7");
+        }
         assert_eq!(f.topics[0].partitions[0].fetch_offset, 99);
         assert_eq!(f.topics[0].partitions[0].partition_max_bytes, 4096);
         let mut b = ResponseBuilder::new();
@@ -218,6 +233,7 @@ fn fetch_round_trips_with_record_chunks() {
             v,
             v >= 12,
             0,
+            77,
             vec![fetch::FetchTopicResponse {
                 topic: "orders".into(),
                 partitions: vec![
@@ -255,6 +271,9 @@ fn fetch_round_trips_with_record_chunks() {
         assert_eq!(p[0].records.as_deref(), Some(&b"abcde"[..]));
         assert_eq!(p[1].records.as_deref(), Some(&b""[..]), "empty, not null");
         assert_eq!(p[0].high_watermark, 100);
+        if v >= 7 {
+            assert_eq!(t.session_id, 77);
+        }
     }
 }
 

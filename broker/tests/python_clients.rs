@@ -61,6 +61,29 @@ fn kafka_python_round_trips() {
     run("kafka-python");
 }
 
+/// kafka-python's consumer fetches in incremental sessions (KIP-227): it
+/// reads every record of 8 partitions written a few at a time, and after
+/// leaving 4 of them only the other 4; the broker answered incremental
+/// fetches (a broker without sessions answers id 0 and the client sends
+/// full fetches only).
+#[test]
+fn kafka_python_reads_through_incremental_fetch_sessions() {
+    let metrics_port = ferrite_testkit::free_port();
+    let b = Broker::start(&[&format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}")]);
+    run_against(&b, "kafka-python-sessions");
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).expect("metrics");
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    let incremental: f64 = text
+        .lines()
+        .find(|l| l.starts_with("ferrite_fetch_incremental_total"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0);
+    assert!(incremental >= 20.0, "{incremental} incremental fetches");
+}
+
 #[test]
 fn confluent_kafka_idempotent_producer_survives_lost_answers_without_duplicates() {
     // Every 7th produce is appended but its answer lost (the connection

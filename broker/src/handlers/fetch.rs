@@ -329,32 +329,48 @@ async fn fetch_moved(
     pass
 }
 
-pub async fn fetch(shard: &Rc<BrokerShard>, f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
+pub async fn fetch(shard: &Rc<BrokerShard>, mut f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
+    // An incremental fetch becomes its session's whole fetch here, and its
+    // answer is cut to what changed below (`fetch_session.rs`).
+    let plan = match shard.fetch_sessions.prepare(&mut f) {
+        Ok(plan) => plan,
+        Err(code) => {
+            encode_response(b, v, flexible, code.code(), 0, Vec::new());
+            return;
+        }
+    };
+    let request = std::sync::Arc::new(f);
+    let topics = fetch_all(shard, &request).await;
+    let (session_id, topics) = shard.fetch_sessions.finish(plan, &request, topics);
+    if matches!(plan, super::fetch_session::Plan::Incremental { .. }) {
+        crate::metrics::incremental_fetch();
+    }
+    encode_response(b, v, flexible, 0, session_id, topics);
+}
+
+/// Answers every partition `f` names.
+async fn fetch_all(shard: &Rc<BrokerShard>, f: &std::sync::Arc<FetchRequest>) -> Vec<FetchTopicResponse> {
     let wait = Duration::from_millis((f.max_wait_ms.max(0) as u64).min(shard.config.fetch_wait_ms_max));
     let deadline = Instant::now() + wait;
     // A fetch whose partitions all live on one other shard (a follower's:
     // its fetchers go by shard, and partitions map to the same shard on
     // every broker) runs there whole: one message each way, instead of one
     // per partition read and per wait.
-    if let Some(owner) = sole_owner(shard, &f).filter(|o| *o != shard.id) {
-        let request = std::sync::Arc::new(f);
-        let there = request.clone();
+    if let Some(owner) = sole_owner(shard, f).filter(|o| *o != shard.id) {
+        let there = f.clone();
         let topics = shard
             .run_on(owner, move |s: Rc<BrokerShard>| async move {
                 fetch_until(&s, &there, deadline, wait.is_zero()).await
             })
             .await;
-        let topics = match topics {
+        return match topics {
             Ok(topics) => topics,
             // The other shard is gone (stopping): partition by partition
             // from here, which reports each partition's error.
-            Err(_) => fetch_until(shard, &request, deadline, wait.is_zero()).await,
+            Err(_) => fetch_until(shard, f, deadline, wait.is_zero()).await,
         };
-        encode_response(b, v, flexible, 0, topics);
-        return;
     }
-    let topics = fetch_until(shard, &f, deadline, wait.is_zero()).await;
-    encode_response(b, v, flexible, 0, topics);
+    fetch_until(shard, f, deadline, wait.is_zero()).await
 }
 
 /// The one shard that owns every partition `f` names, if there is one.

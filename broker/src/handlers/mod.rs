@@ -4,6 +4,8 @@
 mod admin;
 mod configs;
 mod fetch;
+mod fetch_session;
+pub use fetch_session::FetchSessions;
 mod fetch_wait;
 mod groups;
 mod inter_broker;

@@ -1,5 +1,6 @@
-//! Fetch (key 1), v4-12. Fetch sessions (v7+) are not kept: the response's
-//! session id is 0, which makes clients send full fetches.
+//! Fetch (key 1), v4-12. From v7 a request carries a fetch session's id
+//! and epoch and the partitions it forgets, and the response the session's
+//! id (KIP-227; kept by `handlers/fetch_session.rs`).
 
 use super::response::{Chunk, ResponseBuilder};
 use super::wire::{capacity, Reader, WireResult};
@@ -26,8 +27,18 @@ pub struct FetchRequest {
     pub min_bytes: i32,
     pub max_bytes: i32,
     pub isolation_level: i8,
+    /// The fetch session (v7+; before: 0 and -1, a fetch without one).
+    pub session_id: i32,
+    pub session_epoch: i32,
     pub topics: Vec<FetchTopic>,
+    /// Partitions an incremental fetch drops from its session.
+    pub forgotten: Vec<(String, Vec<i32>)>,
 }
+
+/// A fetch without a session (before v7, or session id 0 and epoch -1).
+pub const FINAL_EPOCH: i32 = -1;
+/// A fetch that opens a session (epoch 0).
+pub const INITIAL_EPOCH: i32 = 0;
 
 impl FetchRequest {
     pub fn decode(r: &mut Reader, version: i16, flexible: bool) -> WireResult<FetchRequest> {
@@ -36,10 +47,11 @@ impl FetchRequest {
         let min_bytes = r.i32("min_bytes")?;
         let max_bytes = r.i32("max_bytes")?;
         let isolation_level = r.i8("isolation_level")?;
-        if version >= 7 {
-            r.i32("session_id")?;
-            r.i32("session_epoch")?;
-        }
+        let (session_id, session_epoch) = if version >= 7 {
+            (r.i32("session_id")?, r.i32("session_epoch")?)
+        } else {
+            (0, FINAL_EPOCH)
+        };
         let n = r.array_len_required(flexible, 2, "fetch topics")?;
         let mut topics = Vec::with_capacity(capacity(n));
         for _ in 0..n {
@@ -71,15 +83,19 @@ impl FetchRequest {
             r.tagged_fields_if(flexible)?;
             topics.push(FetchTopic { topic, partitions });
         }
+        let mut forgotten = Vec::new();
         if version >= 7 {
             let nf = r.array_len_required(flexible, 2, "forgotten topics")?;
+            forgotten.reserve(capacity(nf));
             for _ in 0..nf {
-                r.string(flexible, "forgotten topic")?;
+                let topic = r.string(flexible, "forgotten topic")?;
                 let np = r.array_len_required(flexible, 4, "forgotten partitions")?;
+                let mut partitions = Vec::with_capacity(capacity(np));
                 for _ in 0..np {
-                    r.i32("forgotten partition")?;
+                    partitions.push(r.i32("forgotten partition")?);
                 }
                 r.tagged_fields_if(flexible)?;
+                forgotten.push((topic, partitions));
             }
         }
         if version >= 11 {
@@ -92,7 +108,10 @@ impl FetchRequest {
             min_bytes,
             max_bytes,
             isolation_level,
+            session_id,
+            session_epoch,
             topics,
+            forgotten,
         })
     }
 }
@@ -122,12 +141,13 @@ pub fn encode_response(
     version: i16,
     flexible: bool,
     error: i16,
+    session_id: i32,
     topics: Vec<FetchTopicResponse>,
 ) {
     b.w.i32(0);
     if version >= 7 {
         b.w.i16(error);
-        b.w.i32(0);
+        b.w.i32(session_id);
     }
     b.w.array_len(flexible, Some(topics.len()));
     for t in topics {

@@ -7,6 +7,12 @@ compression none, gzip, snappy, lz4 and zstd; a consumer with assign() reads
 every record back, in order, byte for byte; offsets_for_times() finds the
 right offsets. kafka-python: the same round trip for the codecs it ships
 without extra packages. Exits non-zero on the first mismatch.
+
+kafka-python-sessions: a kafka-python consumer of 8 partitions (it fetches
+in incremental fetch sessions, KIP-227) reads every record while a producer
+writes to a few partitions at a time, in order per partition; then assigned
+4 of them (the others leave its session), it reads what is written to
+those 4 and nothing else.
 """
 import sys
 import time
@@ -109,6 +115,59 @@ def kafka_python(bootstrap):
             print("ok", topic, flush=True)
 
 
+def kafka_python_sessions(bootstrap):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    topic, parts = "kp-sessions", 8
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(topic, parts, 1)])
+    admin.close()
+    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, enable_idempotence=False)
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100)
+    tps = [TopicPartition(topic, i) for i in range(parts)]
+    c.assign(tps)
+    c.seek_to_beginning(*tps)
+    sent = {i: [] for i in range(parts)}
+    got = {i: [] for i in range(parts)}
+
+    def read_until_caught_up(what):
+        deadline = time.time() + 20
+        while sum(map(len, got.values())) < sum(map(len, sent.values())):
+            expect(time.time() < deadline, f"{what}: read {got} of {sent}")
+            for tp, msgs in c.poll(timeout_ms=200).items():
+                got[tp.partition].extend(m.value for m in msgs)
+
+    for rnd in range(20):
+        for i in range(parts):
+            # A few partitions have news each round; the others stay quiet.
+            if (rnd + i) % 3 == 0:
+                v = f"{i}-{rnd}".encode()
+                p.send(topic, value=v, partition=i)
+                sent[i].append(v)
+        p.flush(30)
+        read_until_caught_up(f"round {rnd}")
+    expect(got == sent, f"read {got}, sent {sent}")
+    # Half the partitions leave the session; reading goes on where it was.
+    c.assign(tps[:4])
+    for tp in tps[:4]:
+        c.seek(tp, len(sent[tp.partition]))
+    for i in range(parts):
+        v = f"{i}-after".encode()
+        p.send(topic, value=v, partition=i)
+        if i < 4:
+            sent[i].append(v)
+    p.flush(30)
+    read_until_caught_up("after the reassignment")
+    time.sleep(0.5)
+    for tp, msgs in c.poll(timeout_ms=500).items():
+        got[tp.partition].extend(m.value for m in msgs)
+    expect(got == sent, f"after the reassignment: read {got}, sent {sent}")
+    c.close()
+    p.close()
+    print("ok kafka-python-sessions", flush=True)
+
+
 def idempotent(bootstrap):
     """An idempotent confluent-kafka producer against a broker that drops
     some produce answers after appending (the test starts it with
@@ -194,6 +253,6 @@ def partitioner(bootstrap):
 
 if __name__ == "__main__":
     bootstrap, which = sys.argv[1], sys.argv[2]
-    modes = {"confluent": confluent, "kafka-python": kafka_python, "idempotent": idempotent, "partitioner": partitioner}
+    modes = {"confluent": confluent, "kafka-python": kafka_python, "kafka-python-sessions": kafka_python_sessions, "idempotent": idempotent, "partitioner": partitioner}
     modes[which](bootstrap)
     print("all ok", flush=True)
