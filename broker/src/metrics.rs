@@ -157,6 +157,8 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
         metrics::gauge!("ferrite_log_file_opens", "shard" => label.clone()).set(files.opens as f64);
         metrics::gauge!("ferrite_log_file_evictions", "shard" => label.clone()).set(files.evictions as f64);
         metrics::gauge!("ferrite_fetch_sessions", "shard" => label.clone()).set(shard.fetch_sessions.count() as f64);
+        metrics::counter!("ferrite_follower_fetch_quiet_total", "shard" => label.clone())
+            .absolute(shard.follower_views.quiet_answers());
         if let Some(replicas) = &shard.replicas {
             metrics::gauge!("ferrite_replica_fetchers", "shard" => label).set(replicas.fetchers.running() as f64);
         }

@@ -116,6 +116,8 @@ pub struct BrokerShard {
     pub replicas: Option<Rc<ShardReplicas>>,
     /// The incremental fetch sessions opened through this shard.
     pub fetch_sessions: crate::handlers::FetchSessions,
+    /// What this shard last answered each follower fetch layout.
+    pub follower_views: crate::handlers::FollowerViews,
     /// The groups of this shard's `__consumer_offsets` partitions.
     pub groups: GroupCoordinator,
     /// Producer ids this shard hands out (InitProducerId).
@@ -161,6 +163,7 @@ impl BrokerShard {
             install_lock: glommio::sync::Semaphore::new(1),
             replicas,
             fetch_sessions: crate::handlers::FetchSessions::new(id, fetch_session_slots),
+            follower_views: crate::handlers::FollowerViews::default(),
         }
     }
 

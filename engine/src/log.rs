@@ -222,6 +222,11 @@ impl PartitionLog {
 
     /// The offset after the last batch appended, written or not: what a
     /// follower may read from the cache ([`PartitionLog::read_for_replica`]).
+    /// The log was closed (shut down or deleted): nothing reads or writes it.
+    pub fn is_closed(&self) -> bool {
+        self.closed.get()
+    }
+
     pub fn reserved_end_offset(&self) -> Offset {
         self.active().next_offset()
     }

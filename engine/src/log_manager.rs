@@ -80,11 +80,21 @@ impl LogManagerConfig {
 /// The shard that owns a partition: a stable hash of the topic, plus the
 /// partition number, so a topic's partitions spread round-robin over shards.
 pub fn shard_for(tp: &TopicPartition, shard_count: usize) -> ShardId {
+    shard_for_hashed(topic_hash(&tp.topic), tp.partition, shard_count)
+}
+
+/// The topic's part of [`shard_for`]: a request's partitions of one topic
+/// hash its name once.
+pub fn topic_hash(topic: &str) -> u64 {
+    u64::from(crc32c::crc32c(topic.as_bytes()))
+}
+
+/// [`shard_for`] with the topic's [`topic_hash`] taken already.
+pub fn shard_for_hashed(topic_hash: u64, partition: i32, shard_count: usize) -> ShardId {
     assert!(shard_count > 0, "no shards");
-    let h = u64::from(crc32c::crc32c(tp.topic.as_bytes()));
     // Wrapping: a partition number off the wire may be negative (a request
     // for an unknown partition still asks who would own it).
-    ShardId((h.wrapping_add(tp.partition as u64) % shard_count as u64) as usize)
+    ShardId((topic_hash.wrapping_add(partition as u64) % shard_count as u64) as usize)
 }
 
 /// Decides the config of a log found on disk at start.

@@ -33,6 +33,10 @@ pub struct ShardReplicas {
     controller_epochs: RefCell<BTreeMap<TopicPartition, ControllerEpoch>>,
     pub fetchers: Rc<Fetchers>,
     pub stopped: Cell<bool>,
+    /// Moves whenever a replica is added or removed: what remembers
+    /// replicas by position (a follower's view, `handlers/follower_view.rs`)
+    /// starts over.
+    changes: Cell<u64>,
     me: Weak<ShardReplicas>,
 }
 
@@ -73,8 +77,14 @@ impl ShardReplicas {
             replicas: RefCell::new(HashMap::new()),
             controller_epochs: RefCell::new(BTreeMap::new()),
             stopped: Cell::new(false),
+            changes: Cell::new(0),
             me: me.clone(),
         })
+    }
+
+    /// How many times a replica was added or removed.
+    pub fn changes(&self) -> u64 {
+        self.changes.get()
     }
 
     pub fn get(&self, tp: &TopicPartition) -> Option<Rc<LocalReplica>> {
@@ -140,6 +150,7 @@ impl ShardReplicas {
                     links,
                 ));
                 self.replicas.borrow_mut().insert(tp.clone(), r.clone());
+                self.changes.set(self.changes.get() + 1);
                 r
             }
         };
@@ -162,6 +173,7 @@ impl ShardReplicas {
         delete: bool,
     ) -> Result<(), ReplicaOpError> {
         let replica = self.replicas.borrow_mut().remove(tp);
+        self.changes.set(self.changes.get() + 1);
         self.controller_epochs.borrow_mut().remove(tp);
         self.fetchers.remove(tp);
         if let Some(r) = replica {

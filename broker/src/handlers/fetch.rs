@@ -198,10 +198,10 @@ async fn read_on_owner(
 type Places = Vec<(usize, usize)>;
 
 /// What one pass over a fetch's partitions found.
-struct FetchPass {
-    topics: Vec<FetchTopicResponse>,
-    bytes: u64,
-    any_error: bool,
+pub(crate) struct FetchPass {
+    pub(crate) topics: Vec<FetchTopicResponse>,
+    pub(crate) bytes: u64,
+    pub(crate) any_error: bool,
     /// Partitions read on other shards, with their signal's generation there.
     remote: Vec<(ShardId, TopicPartition, u64)>,
     /// The metadata the pass checks partitions against (taken once).
@@ -210,7 +210,7 @@ struct FetchPass {
 
 /// The response's byte budget: what the request asks, within the broker's
 /// maximum.
-fn response_budget(f: &FetchRequest) -> u64 {
+pub(crate) fn response_budget(f: &FetchRequest) -> u64 {
     let asked = if f.max_bytes > 0 {
         f.max_bytes as u64
     } else {
@@ -220,7 +220,7 @@ fn response_budget(f: &FetchRequest) -> u64 {
 }
 
 impl FetchPass {
-    fn new(shard: &BrokerShard, topics: Vec<FetchTopicResponse>) -> FetchPass {
+    pub(crate) fn new(shard: &BrokerShard, topics: Vec<FetchTopicResponse>) -> FetchPass {
         FetchPass {
             topics,
             bytes: 0,
@@ -232,7 +232,13 @@ impl FetchPass {
 
     /// Reads partition `pi` of topic `ti` of `f` into the pass (its
     /// place in `topics` must exist), within what is left of `budget`.
-    async fn read(&mut self, shard: &Rc<BrokerShard>, f: &FetchRequest, (ti, pi): (usize, usize), budget: &mut u64) {
+    pub(crate) async fn read(
+        &mut self,
+        shard: &Rc<BrokerShard>,
+        f: &FetchRequest,
+        (ti, pi): (usize, usize),
+        budget: &mut u64,
+    ) {
         let t = &f.topics[ti];
         let p = &t.partitions[pi];
         let known = self
@@ -356,11 +362,22 @@ async fn fetch_all(shard: &Rc<BrokerShard>, f: &std::sync::Arc<FetchRequest>) ->
     // its fetchers go by shard, and partitions map to the same shard on
     // every broker) runs there whole: one message each way, instead of one
     // per partition read and per wait.
-    if let Some(owner) = sole_owner(shard, f).filter(|o| *o != shard.id) {
+    let owner = sole_owner(shard, f);
+    // A follower's fetch of one shard's partitions: that shard remembers
+    // what it last answered (`follower_view.rs`).
+    let follower = f.replica_id >= 0 && shard.replicas.is_some() && owner.is_some();
+    if follower && owner == Some(shard.id) {
+        return super::follower_view::fetch_until(shard, f, deadline, wait.is_zero()).await;
+    }
+    if let Some(owner) = owner.filter(|o| *o != shard.id) {
         let there = f.clone();
         let topics = shard
             .run_on(owner, move |s: Rc<BrokerShard>| async move {
-                fetch_until(&s, &there, deadline, wait.is_zero()).await
+                if follower {
+                    super::follower_view::fetch_until(&s, &there, deadline, wait.is_zero()).await
+                } else {
+                    fetch_until(&s, &there, deadline, wait.is_zero()).await
+                }
             })
             .await;
         return match topics {
@@ -375,11 +392,14 @@ async fn fetch_all(shard: &Rc<BrokerShard>, f: &std::sync::Arc<FetchRequest>) ->
 
 /// The one shard that owns every partition `f` names, if there is one.
 fn sole_owner(shard: &BrokerShard, f: &FetchRequest) -> Option<ShardId> {
-    let mut owners = f
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(move |p| (t, p)))
-        .map(|(t, p)| shard.owner(&TopicPartition::new(t.topic.clone(), p.partition)));
+    use ferrite_engine::log_manager::{shard_for_hashed, topic_hash};
+    let shards = shard.shard_count();
+    let mut owners = f.topics.iter().flat_map(|t| {
+        let h = topic_hash(&t.topic);
+        t.partitions
+            .iter()
+            .map(move |p| shard_for_hashed(h, p.partition, shards))
+    });
     let first = owners.next()?;
     owners.all(|o| o == first).then_some(first)
 }

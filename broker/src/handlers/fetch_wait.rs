@@ -39,14 +39,14 @@ use ferrite_replication::LocalReplica;
 use crate::protocol::fetch::FetchRequest;
 use crate::shard::BrokerShard;
 
-enum Signal {
+pub(crate) enum Signal {
     LogEnd(Rc<PartitionLog>),
     Reserved(Rc<PartitionLog>),
     HighWatermark(Rc<LocalReplica>),
 }
 
 impl Signal {
-    fn notify(&self) -> &Notify {
+    pub(crate) fn notify(&self) -> &Notify {
         match self {
             Signal::LogEnd(log) => log.end_moved(),
             Signal::Reserved(log) => log.reserved_moved(),
@@ -129,6 +129,20 @@ impl Watches {
             remote: BTreeMap::new(),
             had_remote: false,
             stop_seen: shard.stop_signal.generation(),
+        }
+    }
+
+    /// Waits on `signals`, each with its generation as it was before its
+    /// partition was read and its place in the request (all of this
+    /// shard's; a follower's view knows them without looking them up).
+    /// `stop_seen`: the broker's stop signal, read before the reads.
+    pub(crate) fn of_signals(fetcher: Fetcher, signals: Vec<(Signal, u64, (usize, usize))>, stop_seen: u64) -> Watches {
+        Watches {
+            fetcher,
+            signals,
+            remote: BTreeMap::new(),
+            had_remote: false,
+            stop_seen,
         }
     }
 

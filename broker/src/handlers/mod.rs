@@ -7,6 +7,8 @@ mod fetch;
 mod fetch_session;
 pub use fetch_session::FetchSessions;
 mod fetch_wait;
+mod follower_view;
+pub use follower_view::FollowerViews;
 mod groups;
 mod inter_broker;
 mod list_offsets;
