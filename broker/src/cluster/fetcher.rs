@@ -43,6 +43,27 @@ const SPARE_BYTES_MAX: usize = 16 << 20;
 struct Work {
     fetching: BTreeSet<TopicPartition>,
     asks: BTreeMap<TopicPartition, (LeaderEpoch, Backoff)>,
+    /// Stamped (from `Fetchers::stamps`) whenever `fetching` changes.
+    version: u64,
+}
+
+/// One partition a fetcher fetches, as its rounds remember it.
+struct Follow {
+    tp: TopicPartition,
+    replica: Rc<LocalReplica>,
+    /// The leader's high watermark and log start last applied with no
+    /// records and no error: an answer that repeats them changes nothing
+    /// and is not applied again.
+    last: Option<(i64, i64)>,
+}
+
+/// A fetcher's partitions in request order, with their replicas: built
+/// again when its work or the shard's replicas change, not every round.
+#[derive(Default)]
+struct FollowView {
+    version: u64,
+    changes: u64,
+    entries: Vec<Follow>,
 }
 
 /// A leader broker, and which of the fetchers to it.
@@ -51,6 +72,7 @@ type FetcherKey = (BrokerId, usize);
 struct Fetcher {
     leader: BrokerId,
     work: RefCell<Work>,
+    view: RefCell<FollowView>,
     wake: Notify,
     running: Cell<bool>,
 }
@@ -61,6 +83,8 @@ pub struct Fetchers {
     by_leader: RefCell<BTreeMap<FetcherKey, Rc<Fetcher>>>,
     /// Fetchers per leader (`num.replica.fetchers`).
     per_leader: Cell<usize>,
+    /// The last version stamped on a fetcher's work.
+    stamps: Cell<u64>,
 }
 
 /// Which of `count` fetchers a partition goes to: a mixed hash of its
@@ -89,6 +113,7 @@ impl Fetchers {
             replicas,
             by_leader: RefCell::new(BTreeMap::new()),
             per_leader: Cell::new(per_leader),
+            stamps: Cell::new(0),
         })
     }
 
@@ -122,7 +147,11 @@ impl Fetchers {
         for (leader, work) in moved {
             for tp in work.fetching {
                 let key = (leader, fetcher_index(&tp, count));
-                self.fetcher(key).work.borrow_mut().fetching.insert(tp);
+                let target = self.fetcher(key);
+                let mut w = target.work.borrow_mut();
+                w.fetching.insert(tp);
+                w.version = self.stamp();
+                drop(w);
                 woken.insert(key);
             }
             for (tp, ask) in work.asks {
@@ -145,6 +174,12 @@ impl Fetchers {
         tracing::info!(fetchers_per_leader = count, ?dealt, "replica fetchers dealt again");
     }
 
+    /// A version no fetcher's work had before.
+    fn stamp(&self) -> u64 {
+        self.stamps.set(self.stamps.get() + 1);
+        self.stamps.get()
+    }
+
     fn key(&self, tp: &TopicPartition, leader: BrokerId) -> FetcherKey {
         (leader, fetcher_index(tp, self.per_leader.get()))
     }
@@ -159,6 +194,7 @@ impl Fetchers {
                 Rc::new(Fetcher {
                     leader,
                     work: RefCell::new(Work::default()),
+                    view: RefCell::new(FollowView::default()),
                     wake: Notify::new(),
                     running: Cell::new(false),
                 })
@@ -175,7 +211,10 @@ impl Fetchers {
     pub fn fetch(self: &Rc<Self>, tp: &TopicPartition, leader: BrokerId) {
         self.remove(tp);
         let f = self.fetcher(self.key(tp, leader));
-        f.work.borrow_mut().fetching.insert(tp.clone());
+        let mut w = f.work.borrow_mut();
+        w.fetching.insert(tp.clone());
+        w.version = self.stamp();
+        drop(w);
         f.wake.notify_all();
     }
 
@@ -189,7 +228,9 @@ impl Fetchers {
     pub fn remove(&self, tp: &TopicPartition) {
         for f in self.by_leader.borrow().values() {
             let mut w = f.work.borrow_mut();
-            w.fetching.remove(tp);
+            if w.fetching.remove(tp) {
+                w.version = self.stamp();
+            }
             w.asks.remove(tp);
         }
     }
@@ -327,11 +368,33 @@ async fn round(fetchers: &Rc<Fetchers>, f: &Rc<Fetcher>, c: &mut Conn) -> std::i
         }
         epoch_queries(&replicas, c, asks).await?;
     }
-    let parts: Vec<TopicPartition> = f.work.borrow().fetching.iter().cloned().collect();
-    if parts.is_empty() {
+    if f.work.borrow().fetching.is_empty() {
         return Ok(());
     }
-    fetch(&replicas, f, c, parts).await
+    let mut view = f.view.take();
+    let version = f.work.borrow().version;
+    if view.version != version || view.changes != replicas.changes() {
+        view = FollowView {
+            version,
+            changes: replicas.changes(),
+            entries: f
+                .work
+                .borrow()
+                .fetching
+                .iter()
+                .filter_map(|tp| {
+                    replicas.get(tp).map(|replica| Follow {
+                        tp: tp.clone(),
+                        replica,
+                        last: None,
+                    })
+                })
+                .collect(),
+        };
+    }
+    let result = fetch(&replicas, f, c, &mut view).await;
+    *f.view.borrow_mut() = view;
+    result
 }
 
 async fn epoch_queries(
@@ -417,20 +480,23 @@ async fn fetch(
     replicas: &Rc<ShardReplicas>,
     f: &Rc<Fetcher>,
     c: &mut Conn,
-    parts: Vec<TopicPartition>,
+    view: &mut FollowView,
 ) -> std::io::Result<()> {
     let cfg = &replicas.cluster.config;
-    let mut request = Vec::with_capacity(parts.len());
-    for tp in &parts {
-        let Some(r) = replicas.get(tp) else { continue };
-        request.push(ReplicaFetchPartition {
-            topic: tp.topic.clone(),
-            partition: tp.partition,
-            current_leader_epoch: r.leader_epoch().0,
-            fetch_offset: r.log().log_end_offset().0,
-            log_start_offset: r.log().log_start_offset().0,
+    let request: Vec<ReplicaFetchPartition> = view
+        .entries
+        .iter()
+        .map(|e| ReplicaFetchPartition {
+            topic: e.tp.topic.clone(),
+            partition: e.tp.partition,
+            current_leader_epoch: e.replica.leader_epoch().0,
+            fetch_offset: e.replica.log().log_end_offset().0,
+            log_start_offset: e.replica.log().log_start_offset().0,
             max_bytes: cfg.replica_fetch_max_bytes,
-        });
+        })
+        .collect();
+    if request.is_empty() {
+        return Ok(());
     }
     let limits = ReplicaFetchLimits {
         replica_id: replicas.cluster.local.id.0,
@@ -444,31 +510,58 @@ async fn fetch(
         })
         .await?;
     let (_, fetched) = replica_fetch::decode(&mut r).map_err(invalid_data)?;
-    // What each partition asked from, by name: a fetch names thousands of
-    // partitions, and a search of the request per answer was quadratic.
-    let asked: std::collections::HashMap<(&str, i32), i64> = request
-        .iter()
-        .map(|q| ((q.topic.as_str(), q.partition), q.fetch_offset))
-        .collect();
-    let mut applies = Vec::with_capacity(fetched.len());
+    // The leader answers in request order: each answer is matched to its
+    // partition by walking the view, and by a map (built when first
+    // needed) only if the order differs.
+    let mut index: Option<std::collections::HashMap<(&str, i32), usize>> = None;
+    let mut cursor = 0usize;
+    // Whether the work changed while the fetch was out (then each answer
+    // is checked against it).
+    let changed = f.work.borrow().version != view.version;
+    let mut applies = Vec::new();
     for p in fetched {
-        let tp = TopicPartition::new(p.topic.clone(), p.partition);
-        let Some(replica) = replicas.get(&tp) else { continue };
+        let at = match view.entries.get(cursor) {
+            Some(e) if e.tp.partition == p.partition && e.tp.topic == p.topic => Some(cursor),
+            _ => index
+                .get_or_insert_with(|| {
+                    request
+                        .iter()
+                        .enumerate()
+                        .map(|(i, q)| ((q.topic.as_str(), q.partition), i))
+                        .collect()
+                })
+                .get(&(p.topic.as_str(), p.partition))
+                .copied(),
+        };
+        let Some(at) = at else { continue };
+        cursor = at + 1;
+        let e = &view.entries[at];
+        let repeat = Some((p.high_watermark, p.log_start_offset));
+        if p.error == 0 && p.records.is_empty() && e.last == repeat {
+            continue;
+        }
         // A partition moved to another leader meanwhile: not ours to apply.
-        if !f.work.borrow().fetching.contains(&tp) {
+        if changed && !f.work.borrow().fetching.contains(&e.tp) {
             continue;
         }
-        let asked_at = asked.get(&(p.topic.as_str(), p.partition));
-        if asked_at.is_none_or(|from| *from != replica.log().log_end_offset().0) {
+        if request[at].fetch_offset != e.replica.log().log_end_offset().0 {
             continue;
         }
-        applies.push(apply(tp, replica, p));
+        let clean = p.error == 0 && p.records.is_empty();
+        let applied = apply(e.tp.clone(), e.replica.clone(), p);
+        applies.push(async move { (at, applied.await, clean.then_some(repeat).flatten()) });
     }
     // Partitions are independent logs: their appends go to the device side
     // by side rather than one after another.
     let outcomes = futures::future::join_all(applies).await;
     c.reuse(r.into_bytes());
-    let backoff = outcomes.into_iter().any(|needs_backoff| needs_backoff);
+    let mut backoff = false;
+    for (at, needs_backoff, repeat) in outcomes {
+        backoff |= needs_backoff;
+        // Remembered only after a clean apply with nothing appended: the
+        // same answer next time is then known to change nothing.
+        view.entries[at].last = if needs_backoff { None } else { repeat };
+    }
     if backoff {
         glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
     }
