@@ -1,6 +1,6 @@
 //! An idle cluster's followers are answered from their leader's memory
-//! (`handlers/follower_view.rs`) and still stay in the ISR: a caught-up
-//! partition takes the full path often enough to count as fetched.
+//! (`handlers/follower_view.rs`), do not apply an answer that repeats the
+//! last one (`cluster/fetcher.rs`), and still stay in the ISR.
 
 mod common;
 
@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{create_topic, partitions_of, produce, serial, wait_for, Cluster, ClusterBroker};
 
-/// `ferrite_follower_fetch_quiet_total` summed over the shards of the
-/// broker whose metrics listen on `port`.
-fn quiet_answers(port: u16) -> Option<f64> {
+/// A counter summed over the shards of the broker whose metrics listen on
+/// `port`.
+fn counted(port: u16, name: &str) -> Option<f64> {
     use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
@@ -18,7 +18,7 @@ fn quiet_answers(port: u16) -> Option<f64> {
     c.read_to_string(&mut text).ok()?;
     let values: Vec<f64> = text
         .lines()
-        .filter(|l| l.starts_with("ferrite_follower_fetch_quiet_total{"))
+        .filter(|l| l.starts_with(&format!("{name}{{")))
         .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
         .collect();
     (!values.is_empty()).then(|| values.iter().sum())
@@ -72,11 +72,14 @@ fn idle_followers_are_answered_from_memory_and_stay_in_sync() {
         std::thread::sleep(Duration::from_millis(300));
     }
     let quiet = wait_for("quiet answers reported", Duration::from_secs(10), || {
-        quiet_answers(metrics_port).filter(|n| *n > 0.0)
+        counted(metrics_port, "ferrite_follower_fetch_quiet_total").filter(|n| *n > 0.0)
     });
     // Broker 1 leads about 4 partitions, each followed by two brokers whose
     // fetches come back every 100 ms (the test brokers' wait).
     assert!(quiet >= 100.0, "{quiet} partitions answered from memory in 9 s");
+    // And as a follower of about 8, it applied the same answers once.
+    let repeats = counted(metrics_port, "ferrite_follower_fetch_repeats_total").unwrap_or(0.0);
+    assert!(repeats >= 100.0, "{repeats} repeated answers not applied again in 9 s");
     // Writes after the quiet replicate as before.
     acks_all_everywhere(&cluster, "idle", PARTITIONS, b"after the quiet");
     assert!(full().is_some(), "ISRs whole after the writes");

@@ -85,6 +85,8 @@ pub struct Fetchers {
     per_leader: Cell<usize>,
     /// The last version stamped on a fetcher's work.
     stamps: Cell<u64>,
+    /// Answers not applied because they repeated the last one applied.
+    repeats: Cell<u64>,
 }
 
 /// Which of `count` fetchers a partition goes to: a mixed hash of its
@@ -114,12 +116,18 @@ impl Fetchers {
             by_leader: RefCell::new(BTreeMap::new()),
             per_leader: Cell::new(per_leader),
             stamps: Cell::new(0),
+            repeats: Cell::new(0),
         })
     }
 
     /// Fetchers per leader broker now.
     pub fn per_leader(&self) -> usize {
         self.per_leader.get()
+    }
+
+    /// Answers not applied because they repeated the last one applied.
+    pub fn repeats(&self) -> u64 {
+        self.repeats.get()
     }
 
     /// Running fetcher tasks (a gauge for operators and tests).
@@ -519,6 +527,7 @@ async fn fetch(
     // is checked against it).
     let changed = f.work.borrow().version != view.version;
     let mut applies = Vec::new();
+    let mut repeats = 0u64;
     for p in fetched {
         let at = match view.entries.get(cursor) {
             Some(e) if e.tp.partition == p.partition && e.tp.topic == p.topic => Some(cursor),
@@ -538,6 +547,7 @@ async fn fetch(
         let e = &view.entries[at];
         let repeat = Some((p.high_watermark, p.log_start_offset));
         if p.error == 0 && p.records.is_empty() && e.last == repeat {
+            repeats += 1;
             continue;
         }
         // A partition moved to another leader meanwhile: not ours to apply.
@@ -551,6 +561,8 @@ async fn fetch(
         let applied = apply(e.tp.clone(), e.replica.clone(), p);
         applies.push(async move { (at, applied.await, clean.then_some(repeat).flatten()) });
     }
+    let counted = &replicas.fetchers.repeats;
+    counted.set(counted.get() + repeats);
     // Partitions are independent logs: their appends go to the device side
     // by side rather than one after another.
     let outcomes = futures::future::join_all(applies).await;
