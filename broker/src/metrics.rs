@@ -160,7 +160,8 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
         metrics::counter!("ferrite_follower_fetch_quiet_total", "shard" => label.clone())
             .absolute(shard.follower_views.quiet_answers());
         if let Some(replicas) = &shard.replicas {
-            metrics::gauge!("ferrite_replica_fetchers", "shard" => label.clone()).set(replicas.fetchers.running() as f64);
+            metrics::gauge!("ferrite_replica_fetchers", "shard" => label.clone())
+                .set(replicas.fetchers.running() as f64);
             metrics::counter!("ferrite_follower_fetch_repeats_total", "shard" => label)
                 .absolute(replicas.fetchers.repeats());
         }

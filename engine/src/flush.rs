@@ -84,6 +84,7 @@ impl PartitionLog {
             segment_base: active.base(),
             position: covered_pos,
         });
+        self.recovered_tail.set(false);
         let mut fs = self.flush_state.borrow_mut();
         fs.flushed_records = fs.flushed_records.max(records_before);
         fs.last_flush = self.clock.now_ms();

@@ -177,6 +177,9 @@ pub struct PartitionLog {
     pub(crate) retention_limit: Cell<Option<Offset>>,
     /// Serialises writes of the leader-epoch file.
     pub(crate) epoch_file_lock: Semaphore,
+    /// Recovery kept the recovery point before the log end (it synced
+    /// nothing): the log manager's next checkpoint round flushes the tail.
+    pub(crate) recovered_tail: Cell<bool>,
     /// Idempotent producers' sequences, for deduplication.
     pub(crate) producers: RefCell<ProducerStates>,
     /// Signalled whenever the log end moves up: long-polling fetches of
@@ -220,13 +223,13 @@ impl PartitionLog {
         &self.reserved_moved
     }
 
-    /// The offset after the last batch appended, written or not: what a
-    /// follower may read from the cache ([`PartitionLog::read_for_replica`]).
     /// The log was closed (shut down or deleted): nothing reads or writes it.
     pub fn is_closed(&self) -> bool {
         self.closed.get()
     }
 
+    /// The offset after the last batch appended, written or not: what a
+    /// follower may read from the cache ([`PartitionLog::read_for_replica`]).
     pub fn reserved_end_offset(&self) -> Offset {
         self.active().next_offset()
     }
@@ -732,6 +735,12 @@ impl PartitionLog {
             self.advance_end(a.written_next());
         }
         Ok(())
+    }
+
+    /// Whether recovery left bytes after the recovery point that no flush
+    /// has synced yet.
+    pub fn has_recovered_tail(&self) -> bool {
+        self.recovered_tail.get()
     }
 
     /// Writes the checkpoint file with the current log start and recovery

@@ -387,6 +387,15 @@ impl LogManager {
             if log.is_poisoned() {
                 continue;
             }
+            // A tail that recovery did not sync (to restart quickly) is
+            // synced here, one interval after start, so the recovery point
+            // does not stay where the last clean close left it.
+            if log.has_recovered_tail() {
+                if let Err(e) = log.flush().await {
+                    tracing::error!(tp = %log.topic_partition(), error = %e, "flushing a recovered tail failed");
+                    continue;
+                }
+            }
             if let Err(e) = log.refresh_checkpoint().await {
                 tracing::error!(tp = %log.topic_partition(), error = %e, "checkpoint failed");
             }

@@ -24,8 +24,9 @@
 //! When recovery changed nothing (no cut, no segment deleted or created) it
 //! writes nothing either: the checkpoint and its recovery point stay as they
 //! were, and the bytes after that point (in the kernel, since the process
-//! died and not the machine) wait for the next flush, or are scanned again
-//! by the next recovery. Otherwise recovery fsyncs what it kept, so the
+//! died and not the machine) are synced by the next flush — at the latest
+//! the log manager's next checkpoint round, which flushes every log with
+//! such a tail — or scanned again by the next recovery. Otherwise recovery fsyncs what it kept, so the
 //! recovery point moves to the end. Any index that fails its checks is
 //! rebuilt by a scan, in either case; a scanned segment's rebuilt indexes
 //! are written when it is next synced (a flush, a roll, a clean close).
@@ -244,6 +245,7 @@ impl PartitionLog {
             epochs_dirty: std::cell::Cell::new(false),
             retention_limit: std::cell::Cell::new(None),
             epoch_file_lock: Semaphore::new(1),
+            recovered_tail: std::cell::Cell::new(durable < end),
             producers: std::cell::RefCell::new(producers),
             end_moved: crate::notify::Notify::new(),
             reserved_moved: crate::notify::Notify::new(),

@@ -183,6 +183,7 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
         assert_eq!(std::fs::read(&checkpoint).unwrap(), checkpoint_before);
         assert_eq!(log.recovery_point().offset, Offset(100));
         assert_eq!(log.log_end_offset(), Offset(102));
+        assert!(log.has_recovered_tail(), "the checkpoint round is to flush it");
         // Appends continue where the log ends.
         let info = log.append(producer_batch(1, 10, 100, 9), LEADER).await.unwrap();
         assert_eq!(info.first_offset, Offset(102));
@@ -194,6 +195,11 @@ fn clean_restart_opens_without_scanning_and_unclean_restart_scans() {
         assert!(report.untouched, "{report:?}");
         assert_eq!(log.log_end_offset(), Offset(103));
         assert_eq!(read_all(&log, Offset(0), 4096).await, after);
+        // A flush (the checkpoint round's) syncs the tail: the recovery
+        // point reaches the end, and the next recovery starts there.
+        log.flush().await.unwrap();
+        assert!(!log.has_recovered_tail());
+        assert_eq!(log.recovery_point().offset, Offset(103));
         // A clean close cuts the padding and writes the indexes: the next
         // open trusts them and scans nothing.
         log.close().await.unwrap();

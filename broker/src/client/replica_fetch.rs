@@ -10,8 +10,8 @@ pub const REPLICA_FETCH_V: i16 = 11;
 
 /// One partition of a follower's fetch.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReplicaFetchPartition {
-    pub topic: String,
+pub struct ReplicaFetchPartition<'a> {
+    pub topic: &'a str,
     pub partition: i32,
     pub current_leader_epoch: i32,
     pub fetch_offset: i64,
@@ -63,7 +63,8 @@ pub fn encode(w: &mut Writer, limits: ReplicaFetchLimits, partitions: &[ReplicaF
 /// One partition of the leader's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplicaFetched {
-    pub topic: String,
+    /// Shared by the partitions of one topic (one allocation per topic).
+    pub topic: std::rc::Rc<str>,
     pub partition: i32,
     pub error: i16,
     pub high_watermark: i64,
@@ -80,7 +81,7 @@ pub fn decode(r: &mut Reader) -> WireResult<(i16, Vec<ReplicaFetched>)> {
     let nt = r.array_len_required(false, 6, "topics")?;
     let mut out = Vec::with_capacity(capacity(nt));
     for _ in 0..nt {
-        let topic = r.string(false, "topic")?;
+        let topic: std::rc::Rc<str> = r.string(false, "topic")?.into();
         let np = r.array_len_required(false, 40, "partitions")?;
         for _ in 0..np {
             let partition = r.i32("partition")?;
@@ -137,7 +138,7 @@ mod tests {
     fn our_fetch_decoder_reads_the_follower_request() {
         let parts = vec![
             ReplicaFetchPartition {
-                topic: "a".into(),
+                topic: "a",
                 partition: 0,
                 current_leader_epoch: 3,
                 fetch_offset: 10,
@@ -145,7 +146,7 @@ mod tests {
                 max_bytes: 1000,
             },
             ReplicaFetchPartition {
-                topic: "a".into(),
+                topic: "a",
                 partition: 2,
                 current_leader_epoch: 4,
                 fetch_offset: 20,
@@ -153,7 +154,7 @@ mod tests {
                 max_bytes: 1000,
             },
             ReplicaFetchPartition {
-                topic: "b".into(),
+                topic: "b",
                 partition: 1,
                 current_leader_epoch: 1,
                 fetch_offset: 0,

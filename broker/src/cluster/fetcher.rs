@@ -495,7 +495,7 @@ async fn fetch(
         .entries
         .iter()
         .map(|e| ReplicaFetchPartition {
-            topic: e.tp.topic.clone(),
+            topic: &e.tp.topic,
             partition: e.tp.partition,
             current_leader_epoch: e.replica.leader_epoch().0,
             fetch_offset: e.replica.log().log_end_offset().0,
@@ -504,6 +504,9 @@ async fn fetch(
         })
         .collect();
     if request.is_empty() {
+        // Work for partitions this shard has no replica of (yet): wait
+        // before looking again, or the fetcher's loop would never yield.
+        glommio::timer::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
         return Ok(());
     }
     let limits = ReplicaFetchLimits {
@@ -530,16 +533,16 @@ async fn fetch(
     let mut repeats = 0u64;
     for p in fetched {
         let at = match view.entries.get(cursor) {
-            Some(e) if e.tp.partition == p.partition && e.tp.topic == p.topic => Some(cursor),
+            Some(e) if e.tp.partition == p.partition && *e.tp.topic == *p.topic => Some(cursor),
             _ => index
                 .get_or_insert_with(|| {
                     request
                         .iter()
                         .enumerate()
-                        .map(|(i, q)| ((q.topic.as_str(), q.partition), i))
+                        .map(|(i, q)| ((q.topic, q.partition), i))
                         .collect()
                 })
-                .get(&(p.topic.as_str(), p.partition))
+                .get(&(&*p.topic, p.partition))
                 .copied(),
         };
         let Some(at) = at else { continue };

@@ -293,9 +293,14 @@ impl Session {
 
     /// The partitions of an answer to send: those with records or an
     /// error, or whose high watermark or log start moved since they were
-    /// last sent (which is then remembered).
+    /// last sent (which is then remembered; after an error nothing is, so
+    /// the partition is sent again once the error clears). Partitions that
+    /// sent records go to the end of the session, as Kafka's do: the next
+    /// fetch reads the others first, so a response's byte limit does not
+    /// starve the partitions named last.
     fn changed(&mut self, topics: Vec<FetchTopicResponse>) -> Vec<FetchTopicResponse> {
         let mut out = Vec::new();
+        let mut sent_records: Vec<usize> = Vec::new();
         for t in topics {
             let mut kept: Vec<FetchPartitionResponse> = Vec::new();
             for p in t.partitions {
@@ -305,8 +310,14 @@ impl Session {
                 let held = &mut self.partitions[at];
                 let moved = held.high_watermark != p.high_watermark || held.log_start != p.log_start_offset;
                 if moved || p.error != 0 || !p.records.is_empty() {
-                    held.high_watermark = p.high_watermark;
-                    held.log_start = p.log_start_offset;
+                    (held.high_watermark, held.log_start) = if p.error == 0 {
+                        (p.high_watermark, p.log_start_offset)
+                    } else {
+                        (-1, -1)
+                    };
+                    if !p.records.is_empty() {
+                        sent_records.push(at);
+                    }
                     kept.push(p);
                 }
             }
@@ -317,7 +328,31 @@ impl Session {
                 });
             }
         }
+        self.to_the_end(&sent_records);
         out
+    }
+
+    /// Moves the partitions at `places` (of `partitions`) to the end, in
+    /// the order given.
+    fn to_the_end(&mut self, places: &[usize]) {
+        if places.is_empty() {
+            return;
+        }
+        let moved: std::collections::HashSet<usize> = places.iter().copied().collect();
+        let mut held: Vec<Option<Held>> = std::mem::take(&mut self.partitions).into_iter().map(Some).collect();
+        let mut order: Vec<Held> = Vec::with_capacity(held.len());
+        for (at, h) in held.iter_mut().enumerate() {
+            if !moved.contains(&at) {
+                order.extend(h.take());
+            }
+        }
+        for at in places {
+            order.extend(held[*at].take());
+        }
+        self.partitions = order;
+        for (at, h) in self.partitions.iter().enumerate() {
+            self.places.insert((h.topic.clone(), h.asked.partition), at);
+        }
     }
 }
 

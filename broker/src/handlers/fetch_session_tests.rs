@@ -196,3 +196,38 @@ fn a_full_cache_answers_without_a_session_and_ids_are_unique() {
     let plan = none.prepare(&mut f).unwrap();
     assert_eq!(none.finish(plan, &f, answer(&f, |_, _| 5, &[])).0, 0);
 }
+
+#[test]
+fn partitions_that_sent_records_go_to_the_end_and_errors_are_sent_again() {
+    let s = sessions(10);
+    let id = open(&s);
+    // a-0 and b-0 send records: the next fetch reads b-1 first.
+    let mut f = request(id, 1, &[]);
+    let plan = s.prepare(&mut f).unwrap();
+    s.finish(plan, &f, answer(&f, |_, _| 5, &[("a", 0), ("b", 0)]));
+    let mut f = request(id, 2, &[]);
+    let plan = s.prepare(&mut f).unwrap();
+    let order: Vec<(String, i32)> = f
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.topic.clone(), p.partition)))
+        .collect();
+    assert_eq!(
+        order,
+        vec![("b".to_string(), 1), ("b".to_string(), 0), ("a".to_string(), 0)],
+        "the partitions with records last, topics grouped as they now come"
+    );
+    // An error is sent; the same high watermark afterwards is sent again.
+    let mut answered = answer(&f, |_, _| 5, &[]);
+    answered[0].partitions[0].error = ErrorCode::NotLeaderOrFollower.code();
+    let (_, topics) = s.finish(plan, &f, answered);
+    assert_eq!(named(&topics), vec![("b".to_string(), 1)]);
+    let mut f = request(id, 3, &[]);
+    let plan = s.prepare(&mut f).unwrap();
+    let (_, topics) = s.finish(plan, &f, answer(&f, |_, _| 5, &[]));
+    assert_eq!(
+        named(&topics),
+        vec![("b".to_string(), 1)],
+        "sent again once the error cleared"
+    );
+}

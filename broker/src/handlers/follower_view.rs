@@ -10,11 +10,15 @@
 //!
 //! A partition is answered from memory ("quiet") only while all of this
 //! holds since its last full answer: the follower asks the same offset in
-//! the same leader epoch; this broker still leads it in that epoch; its
-//! log end (reserved: followers read appends under way) is that offset,
-//! so there is nothing to send; its high watermark and log start are
+//! the same leader epoch; this broker still leads it in that epoch; nothing
+//! was appended (its append signal did not move: the log end, reserved for
+//! followers, was that offset at the full answer, so there is still
+//! nothing to send); its high watermark and log start are
 //! unchanged; the log is open; no replica was added to or removed from the
-//! shard; and less than a quarter of `replica.lag.time.max.ms` has passed.
+//! shard; the follower is in the ISR (a follower that caught up but is not
+//! in it yet takes the full path, which tries the ISR expansion again); the
+//! log is not failed; and less than a quarter of `replica.lag.time.max.ms`
+//! has passed.
 //! A follower whose log ends where its leader's does is in sync however
 //! long ago it fetched (Kafka's rule), so the ISR does not depend on that
 //! last bound; it keeps the replica's record of the follower's fetches at
@@ -43,6 +47,10 @@ pub const VIEWS_MAX: usize = 64;
 /// What one partition's last full answer was.
 struct Quiet {
     replica: Rc<LocalReplica>,
+    /// The generation of the log's append signal read before the full
+    /// answer: while it stays, nothing was appended since (cheaper to read
+    /// than the log end, which sits behind the active segment).
+    reserved_seen: u64,
     fetch_offset: i64,
     asked_epoch: i32,
     leader_epoch: LeaderEpoch,
@@ -52,15 +60,17 @@ struct Quiet {
 }
 
 impl Quiet {
-    fn holds(&self, asked_offset: i64, asked_epoch: i32, now: Instant, refresh: Duration) -> bool {
+    /// `reserved_now`: the append signal's generation, read before this.
+    fn holds(&self, asked_offset: i64, asked_epoch: i32, reserved_now: u64, now: Instant, refresh: Duration) -> bool {
         let log = self.replica.log();
         asked_offset == self.fetch_offset
             && asked_epoch == self.asked_epoch
+            && reserved_now == self.reserved_seen
             && now.duration_since(self.refreshed) < refresh
             && !log.is_closed()
+            && !log.is_poisoned()
             && self.replica.role() == RoleKind::Leader
             && self.replica.leader_epoch() == self.leader_epoch
-            && log.reserved_end_offset().0 == asked_offset
             && self.replica.hw() == self.hw
             && log.log_start_offset() == self.log_start
     }
@@ -170,7 +180,7 @@ pub(crate) async fn fetch_until(
                 k += 1;
                 if let Some(q) = entry.as_ref() {
                     let seen = q.replica.log().reserved_moved().generation();
-                    if q.holds(p.fetch_offset, p.current_leader_epoch, now, refresh) {
+                    if q.holds(p.fetch_offset, p.current_leader_epoch, seen, now, refresh) {
                         pass.topics[ti].partitions[pi] = answer_of(q, p.partition);
                         quiet += 1;
                         if !no_wait {
@@ -183,7 +193,10 @@ pub(crate) async fn fetch_until(
                 let seen = replica.as_ref().map(|r| r.log().reserved_moved().generation());
                 pass.read(shard, f, (ti, pi), &mut budget).await;
                 let answered = &pass.topics[ti].partitions[pi];
-                *entry = replica.as_ref().and_then(|r| quiet_after(r, p, answered, now));
+                *entry = match (&replica, seen) {
+                    (Some(r), Some(seen)) => quiet_after(r, f.replica_id, p, answered, seen, now),
+                    _ => None,
+                };
                 if let (Some(r), Some(seen), false) = (replica, seen, no_wait) {
                     signals.push((Signal::Reserved(r.log().clone()), seen, (ti, pi)));
                 }
@@ -239,16 +252,27 @@ fn answer_of(q: &Quiet, partition: i32) -> FetchPartitionResponse {
 /// nothing sent and no error can be answered from memory next time.
 fn quiet_after(
     replica: &Rc<LocalReplica>,
+    follower: i32,
     asked: &crate::protocol::fetch::FetchPartition,
     answered: &FetchPartitionResponse,
+    reserved_seen: u64,
     now: Instant,
 ) -> Option<Quiet> {
     let log = replica.log();
     let caught_up = log.reserved_end_offset().0 == asked.fetch_offset;
     let nothing = answered.error == ErrorCode::None.code() && answered.records.is_empty();
     let same = answered.high_watermark == replica.hw().0 && answered.log_start_offset == log.log_start_offset().0;
-    (caught_up && nothing && same && replica.role() == RoleKind::Leader).then(|| Quiet {
+    let leading = replica.role() == RoleKind::Leader;
+    // A follower not in the ISR yet (its expansion may wait on another ISR
+    // write) takes the full path each round, which tries the expansion again.
+    let in_sync = || {
+        replica
+            .isr()
+            .is_some_and(|isr| isr.contains(&ferrite_replication::BrokerId(follower)))
+    };
+    (caught_up && nothing && same && leading && in_sync()).then(|| Quiet {
         replica: replica.clone(),
+        reserved_seen,
         fetch_offset: asked.fetch_offset,
         asked_epoch: asked.current_leader_epoch,
         leader_epoch: replica.leader_epoch(),
