@@ -41,7 +41,7 @@ pub fn encode(w: &mut Writer, limits: ReplicaFetchLimits, partitions: &[ReplicaF
     for p in partitions {
         match groups.last_mut() {
             Some((t, ps)) if *t == p.topic => ps.push(p),
-            _ => groups.push((&p.topic, vec![p])),
+            _ => groups.push((p.topic, vec![p])),
         }
     }
     w.array_len(false, Some(groups.len()));

@@ -328,13 +328,13 @@ impl Session {
                 });
             }
         }
-        self.to_the_end(&sent_records);
+        self.move_to_end(&sent_records);
         out
     }
 
     /// Moves the partitions at `places` (of `partitions`) to the end, in
     /// the order given.
-    fn to_the_end(&mut self, places: &[usize]) {
+    fn move_to_end(&mut self, places: &[usize]) {
         if places.is_empty() {
             return;
         }
