@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{create_topic, produce, serial, wait_for, Cluster};
+use common::cluster::{acks_all_everywhere, create_topic, metric_sum, produce, serial, wait_for, Cluster};
 use common::{s, Client};
 use kafka_protocol::messages as km;
 
@@ -359,39 +359,6 @@ fn admin_client(bootstrap: &str, args: &[&str]) {
     );
 }
 
-/// `ferrite_replica_fetchers` summed over the shards of the broker whose
-/// metrics listen on `port` (`None` before the first report).
-fn fetchers_running(port: u16) -> Option<f64> {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-    let mut text = String::new();
-    c.read_to_string(&mut text).ok()?;
-    let values: Vec<f64> = text
-        .lines()
-        .filter(|l| l.starts_with("ferrite_replica_fetchers{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
-        .collect();
-    (!values.is_empty()).then(|| values.iter().sum())
-}
-
-/// Every partition of `topic` takes an acks=all produce: each needs its
-/// followers to fetch it.
-fn acks_all_everywhere(cluster: &Cluster, topic: &str, partitions: usize, value: &[u8]) {
-    let first = cluster.brokers[0].bootstrap();
-    let leaders = common::cluster::leaders_of(&first, topic, partitions).expect("leaders");
-    for (p, leader) in leaders.iter().enumerate() {
-        let at = cluster
-            .brokers
-            .iter()
-            .find(|b| b.id == *leader)
-            .expect("a leader of ours");
-        wait_for("an acks=all produce", Duration::from_secs(20), || {
-            (produce(&at.bootstrap(), topic, p as i32, -1, value).0 == 0).then_some(())
-        });
-    }
-}
-
 /// `num.replica.fetchers`, set for one broker through another with
 /// confluent-kafka's AdminClient (Kafka's ZooKeeper path: written under
 /// `/config/brokers/<id>`, announced, read by that broker), changes how
@@ -402,16 +369,7 @@ fn acks_all_everywhere(cluster: &Cluster, topic: &str, partitions: usize, value:
 #[test]
 fn num_replica_fetchers_and_topic_configs_set_with_a_real_client_reach_their_brokers() {
     let _serial = serial();
-    let zk = ferrite_testkit::zookeeper::ZooKeeper::standalone();
-    let connect = zk.connect_string();
-    let metrics_port = ferrite_testkit::free_port();
-    let metrics = format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}");
-    let brokers = vec![
-        common::cluster::ClusterBroker::new(1, &connect, &[]),
-        common::cluster::ClusterBroker::new(2, &connect, &[]),
-        common::cluster::ClusterBroker::new(3, &connect, &[&metrics]),
-    ];
-    let cluster = Cluster { zk, brokers };
+    let (cluster, metrics_port) = Cluster::start_with_metrics_on(3);
     let first = cluster.brokers[0].bootstrap();
     const PARTITIONS: usize = 24;
     wait_for("the topic created", Duration::from_secs(20), || {
@@ -421,15 +379,17 @@ fn num_replica_fetchers_and_topic_configs_set_with_a_real_client_reach_their_bro
         common::cluster::partitions_of(&first, "fetched", PARTITIONS).filter(|p| p.iter().all(|(_, isr)| *isr == 3))
     });
     acks_all_everywhere(&cluster, "fetched", PARTITIONS, b"one fetcher per leader");
-    // Broker 3 follows partitions of two leaders on each of its 2 shards.
+    // Broker 3 follows partitions of two leaders (on its one shard); the
+    // gauge is reported every 5 s, so a report after every fetcher started.
+    std::thread::sleep(Duration::from_secs(6));
     let one_each = wait_for("broker 3's fetchers reported", Duration::from_secs(15), || {
-        fetchers_running(metrics_port).filter(|n| *n >= 1.0)
+        metric_sum(metrics_port, "ferrite_replica_fetchers").filter(|n| *n >= 1.0)
     });
     assert!(one_each <= 4.0, "{one_each} fetchers with one per leader and shard");
 
     admin_client(&first, &["fetchers", "3", "3"]);
     let three_each = wait_for("broker 3 runs more fetchers", Duration::from_secs(20), || {
-        fetchers_running(metrics_port).filter(|n| *n > 4.0)
+        metric_sum(metrics_port, "ferrite_replica_fetchers").filter(|n| *n > one_each)
     });
     assert!(
         three_each <= 12.0,
@@ -439,7 +399,7 @@ fn num_replica_fetchers_and_topic_configs_set_with_a_real_client_reach_their_bro
 
     admin_client(&first, &["fetchers", "3", "1"]);
     wait_for("broker 3's extra fetchers end", Duration::from_secs(30), || {
-        fetchers_running(metrics_port).filter(|n| *n <= 4.0)
+        metric_sum(metrics_port, "ferrite_replica_fetchers").filter(|n| *n <= one_each)
     });
     acks_all_everywhere(&cluster, "fetched", PARTITIONS, b"one fetcher per leader again");
 

@@ -6,52 +6,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{create_topic, partitions_of, produce, serial, wait_for, Cluster, ClusterBroker};
-
-/// A counter summed over the shards of the broker whose metrics listen on
-/// `port`.
-fn counted(port: u16, name: &str) -> Option<f64> {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-    let mut text = String::new();
-    c.read_to_string(&mut text).ok()?;
-    let values: Vec<f64> = text
-        .lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")))
-        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
-        .collect();
-    (!values.is_empty()).then(|| values.iter().sum())
-}
-
-fn acks_all_everywhere(cluster: &Cluster, topic: &str, partitions: usize, value: &[u8]) {
-    let first = cluster.brokers[0].bootstrap();
-    let leaders = common::cluster::leaders_of(&first, topic, partitions).expect("leaders");
-    for (p, leader) in leaders.iter().enumerate() {
-        let at = cluster
-            .brokers
-            .iter()
-            .find(|b| b.id == *leader)
-            .expect("a leader of ours");
-        wait_for("an acks=all produce", Duration::from_secs(20), || {
-            (produce(&at.bootstrap(), topic, p as i32, -1, value).0 == 0).then_some(())
-        });
-    }
-}
+use common::cluster::{acks_all_everywhere, create_topic, metric_sum, partitions_of, serial, wait_for, Cluster};
 
 #[test]
 fn idle_followers_are_answered_from_memory_and_stay_in_sync() {
     let _serial = serial();
-    let zk = ferrite_testkit::zookeeper::ZooKeeper::standalone();
-    let connect = zk.connect_string();
-    let metrics_port = ferrite_testkit::free_port();
-    let metrics = format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}");
-    let brokers = vec![
-        ClusterBroker::new(1, &connect, &[&metrics]),
-        ClusterBroker::new(2, &connect, &[]),
-        ClusterBroker::new(3, &connect, &[]),
-    ];
-    let cluster = Cluster { zk, brokers };
+    let (cluster, metrics_port) = Cluster::start_with_metrics_on(1);
     let first = cluster.brokers[0].bootstrap();
     const PARTITIONS: usize = 12;
     wait_for("the topic created", Duration::from_secs(20), || {
@@ -72,13 +32,13 @@ fn idle_followers_are_answered_from_memory_and_stay_in_sync() {
         std::thread::sleep(Duration::from_millis(300));
     }
     let quiet = wait_for("quiet answers reported", Duration::from_secs(10), || {
-        counted(metrics_port, "ferrite_follower_fetch_quiet_total").filter(|n| *n > 0.0)
+        metric_sum(metrics_port, "ferrite_follower_fetch_quiet_total").filter(|n| *n > 0.0)
     });
     // Broker 1 leads about 4 partitions, each followed by two brokers whose
     // fetches come back every 100 ms (the test brokers' wait).
     assert!(quiet >= 100.0, "{quiet} partitions answered from memory in 9 s");
     // And as a follower of about 8, it applied the same answers once.
-    let repeats = counted(metrics_port, "ferrite_follower_fetch_repeats_total").unwrap_or(0.0);
+    let repeats = metric_sum(metrics_port, "ferrite_follower_fetch_repeats_total").unwrap_or(0.0);
     assert!(repeats >= 100.0, "{repeats} repeated answers not applied again in 9 s");
     // Writes after the quiet replicate as before.
     acks_all_everywhere(&cluster, "idle", PARTITIONS, b"after the quiet");

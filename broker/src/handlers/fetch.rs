@@ -285,10 +285,9 @@ impl FetchPass {
     }
 }
 
-/// Reads every partition of `f`, in request order.
-async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
-    let topics = f
-        .topics
+/// Each partition of `f`, not answered yet.
+pub(crate) fn unanswered(f: &FetchRequest) -> Vec<FetchTopicResponse> {
+    f.topics
         .iter()
         .map(|t| FetchTopicResponse {
             topic: t.topic.clone(),
@@ -305,8 +304,12 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
                 })
                 .collect(),
         })
-        .collect();
-    let mut pass = FetchPass::new(shard, topics);
+        .collect()
+}
+
+/// Reads every partition of `f`, in request order.
+async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
+    let mut pass = FetchPass::new(shard, unanswered(f));
     let mut budget = response_budget(f);
     for (ti, t) in f.topics.iter().enumerate() {
         for pi in 0..t.partitions.len() {

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_replication::{LocalReplica, RoleKind};
 
-use super::fetch::{response_budget, FetchPass};
+use super::fetch::{response_budget, unanswered, FetchPass};
 use super::fetch_wait::{Fetcher, Signal, Watches};
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::fetch::{FetchPartitionResponse, FetchRequest, FetchTopicResponse};
@@ -169,7 +169,7 @@ pub(crate) async fn fetch_until(
     loop {
         let stop_seen = shard.stop_signal.generation();
         let now = Instant::now();
-        let mut pass = FetchPass::new(shard, empty_answer(f));
+        let mut pass = FetchPass::new(shard, unanswered(f));
         let mut budget = response_budget(f);
         let mut signals: Vec<(Signal, u64, (usize, usize))> = Vec::new();
         let mut k = 0usize;
@@ -213,28 +213,6 @@ pub(crate) async fn fetch_until(
         let mut watches = Watches::of_signals(Fetcher::Follower, signals, stop_seen);
         watches.wait(shard, deadline).await;
     }
-}
-
-/// Each partition of `f`, not answered yet.
-fn empty_answer(f: &FetchRequest) -> Vec<FetchTopicResponse> {
-    f.topics
-        .iter()
-        .map(|t| FetchTopicResponse {
-            topic: t.topic.clone(),
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| FetchPartitionResponse {
-                    index: p.partition,
-                    error: 0,
-                    high_watermark: -1,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
-                    records: Vec::new(),
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 fn answer_of(q: &Quiet, partition: i32) -> FetchPartitionResponse {

@@ -177,6 +177,22 @@ impl Cluster {
         Cluster { zk, brokers }
     }
 
+    /// ZooKeeper and brokers 1..=3, broker `metrics_on` serving its
+    /// metrics; the cluster and that broker's metrics port.
+    pub fn start_with_metrics_on(metrics_on: i32) -> (Cluster, u16) {
+        let zk = ZooKeeper::standalone();
+        let connect = zk.connect_string();
+        let port = ferrite_testkit::free_port();
+        let metrics = format!("ferrite.metrics.listen=127.0.0.1:{port}");
+        let brokers = (1..=3)
+            .map(|id| {
+                let extra: &[&str] = if id == metrics_on { &[&metrics] } else { &[] };
+                ClusterBroker::new(id, &connect, extra)
+            })
+            .collect();
+        (Cluster { zk, brokers }, port)
+    }
+
     pub fn broker(&mut self, id: i32) -> &mut ClusterBroker {
         self.brokers.iter_mut().find(|b| b.id == id).expect("broker id")
     }
@@ -384,4 +400,37 @@ pub fn coordinator_of(cluster: &Cluster, group: &str) -> Option<i32> {
             .filter(|(e, _)| *e == 0)
             .map(|(_, id)| id)
     })
+}
+
+/// A metric summed over the shards of the broker whose metrics listen on
+/// `port` (`None` before its first report or when unreachable).
+pub fn metric_sum(port: u16, name: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    let mut text = String::new();
+    c.read_to_string(&mut text).ok()?;
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// Every partition of `topic` takes an acks=all produce (through its
+/// leader): each needs its followers to fetch it.
+pub fn acks_all_everywhere(cluster: &Cluster, topic: &str, partitions: usize, value: &[u8]) {
+    let first = cluster.brokers[0].bootstrap();
+    let leaders = leaders_of(&first, topic, partitions).expect("leaders");
+    for (p, leader) in leaders.iter().enumerate() {
+        let at = cluster
+            .brokers
+            .iter()
+            .find(|b| b.id == *leader)
+            .expect("a leader of ours");
+        wait_for("an acks=all produce", Duration::from_secs(20), || {
+            (produce(&at.bootstrap(), topic, p as i32, -1, value).0 == 0).then_some(())
+        });
+    }
 }
