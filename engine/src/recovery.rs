@@ -250,13 +250,10 @@ impl PartitionLog {
             end_moved: crate::notify::Notify::new(),
             reserved_moved: crate::notify::Notify::new(),
         });
-        let on_disk = Checkpoint {
-            shutdown: Shutdown::Unclean,
-            ..cp
-        };
-        if kept.is_some() && cp.shutdown == Shutdown::Unclean && cp.log_start == log_start {
-            // The file already says what would be written.
-            log.last_checkpoint.set(Some(on_disk));
+        if kept.is_some() && cp.log_start == log_start {
+            // The file already says what would be written (a kept recovery
+            // point comes only from an unclean checkpoint).
+            log.last_checkpoint.set(Some(cp));
             report.untouched = true;
         } else {
             log.write_checkpoint(Shutdown::Unclean).await?;

@@ -66,8 +66,46 @@ struct Session {
     replica_id: i32,
     partitions: Vec<Held>,
     /// Where each (topic, partition) is in `partitions`.
-    places: HashMap<(String, i32), usize>,
+    places: Places,
     last_used: Instant,
+}
+
+/// Where each partition of a session is, by topic then number: looked up
+/// with the response's `&str` for every partition of every fetch, without
+/// allocating a key.
+#[derive(Default)]
+struct Places(HashMap<String, HashMap<i32, usize>>);
+
+impl Places {
+    fn get(&self, topic: &str, partition: i32) -> Option<usize> {
+        self.0.get(topic)?.get(&partition).copied()
+    }
+
+    fn insert(&mut self, topic: &str, partition: i32, at: usize) {
+        match self.0.get_mut(topic) {
+            Some(parts) => {
+                parts.insert(partition, at);
+            }
+            None => {
+                self.0.insert(topic.to_string(), HashMap::from([(partition, at)]));
+            }
+        }
+    }
+
+    fn remove(&mut self, topic: &str, partition: i32) {
+        if let Some(parts) = self.0.get_mut(topic) {
+            parts.remove(&partition);
+        }
+    }
+
+    /// Indexes `partitions` afresh.
+    fn index(partitions: &[Held]) -> Places {
+        let mut places = Places::default();
+        for (at, h) in partitions.iter().enumerate() {
+            places.insert(&h.topic, h.asked.partition, at);
+        }
+        places
+    }
 }
 
 /// What a fetch does about sessions.
@@ -197,13 +235,13 @@ impl FetchSessions {
             epoch: 1,
             replica_id: f.replica_id,
             partitions: Vec::with_capacity(count),
-            places: HashMap::with_capacity(count),
+            places: Places::default(),
             last_used: Instant::now(),
         };
         s.update(f);
         for t in answered {
             for p in &t.partitions {
-                if let Some(&at) = s.places.get(&(t.topic.clone(), p.index)) {
+                if let Some(at) = s.places.get(&t.topic, p.index) {
                     s.partitions[at].high_watermark = p.high_watermark;
                     s.partitions[at].log_start = p.log_start_offset;
                 }
@@ -241,11 +279,10 @@ impl Session {
     fn update(&mut self, f: &FetchRequest) {
         for t in &f.topics {
             for p in &t.partitions {
-                let key = (t.topic.clone(), p.partition);
-                match self.places.get(&key) {
-                    Some(&at) => self.partitions[at].asked = p.clone(),
+                match self.places.get(&t.topic, p.partition) {
+                    Some(at) => self.partitions[at].asked = p.clone(),
                     None => {
-                        self.places.insert(key, self.partitions.len());
+                        self.places.insert(&t.topic, p.partition, self.partitions.len());
                         self.partitions.push(Held {
                             topic: t.topic.clone(),
                             asked: p.clone(),
@@ -262,15 +299,13 @@ impl Session {
         }
         for (topic, ps) in &f.forgotten {
             for p in ps {
-                self.places.remove(&(topic.clone(), *p));
+                self.places.remove(topic, *p);
             }
         }
         let places = &self.places;
         self.partitions
-            .retain(|h| places.contains_key(&(h.topic.clone(), h.asked.partition)));
-        for (at, h) in self.partitions.iter().enumerate() {
-            self.places.insert((h.topic.clone(), h.asked.partition), at);
-        }
+            .retain(|h| places.get(&h.topic, h.asked.partition).is_some());
+        self.places = Places::index(&self.partitions);
     }
 
     /// Every partition of the session, grouped by topic in the order the
@@ -304,7 +339,7 @@ impl Session {
         for t in topics {
             let mut kept: Vec<FetchPartitionResponse> = Vec::new();
             for p in t.partitions {
-                let Some(&at) = self.places.get(&(t.topic.clone(), p.index)) else {
+                let Some(at) = self.places.get(&t.topic, p.index) else {
                     continue;
                 };
                 let held = &mut self.partitions[at];
@@ -350,9 +385,7 @@ impl Session {
             order.extend(held[*at].take());
         }
         self.partitions = order;
-        for (at, h) in self.partitions.iter().enumerate() {
-            self.places.insert((h.topic.clone(), h.asked.partition), at);
-        }
+        self.places = Places::index(&self.partitions);
     }
 }
 

@@ -34,28 +34,18 @@ fn request(session_id: i32, session_epoch: i32, topics: &[(&str, &[(i32, i64)])]
 /// The answer a broker would give: every partition `f` names, with the
 /// high watermark `hw(topic, partition)` and records where `data` says.
 fn answer(f: &FetchRequest, hw: impl Fn(&str, i32) -> i64, data: &[(&str, i32)]) -> Vec<FetchTopicResponse> {
-    f.topics
-        .iter()
-        .map(|t| FetchTopicResponse {
-            topic: t.topic.clone(),
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| FetchPartitionResponse {
-                    index: p.partition,
-                    error: 0,
-                    high_watermark: hw(&t.topic, p.partition),
-                    last_stable_offset: hw(&t.topic, p.partition),
-                    log_start_offset: 0,
-                    records: if data.contains(&(t.topic.as_str(), p.partition)) {
-                        vec![Chunk::Bytes(bytes::Bytes::from_static(b"batch"))]
-                    } else {
-                        Vec::new()
-                    },
-                })
-                .collect(),
-        })
-        .collect()
+    let mut topics = crate::handlers::fetch::unanswered(f);
+    for t in &mut topics {
+        for p in &mut t.partitions {
+            p.high_watermark = hw(&t.topic, p.index);
+            p.last_stable_offset = p.high_watermark;
+            p.log_start_offset = 0;
+            if data.contains(&(t.topic.as_str(), p.index)) {
+                p.records = vec![Chunk::Bytes(bytes::Bytes::from_static(b"batch"))];
+            }
+        }
+    }
+    topics
 }
 
 fn named(topics: &[FetchTopicResponse]) -> Vec<(String, i32)> {

@@ -14,31 +14,8 @@ Prints `all ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
 
-TIMEOUT_S = 30
-
-
-def expect(cond, what):
-    if not cond:
-        print("FAIL:", what, flush=True)
-        sys.exit(1)
-
-
-def admin(bootstrap):
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": bootstrap})
-
-
-def alter_error(futures):
-    """The KafkaError of the one resource altered, or None."""
-    from confluent_kafka import KafkaException
-
-    (future,) = futures.values()
-    try:
-        future.result(TIMEOUT_S)
-        return None
-    except KafkaException as e:
-        return e.args[0]
+# The helpers of admin.py, beside this script (on sys.path as its folder).
+from admin import TIMEOUT_S, admin, alter_error, expect
 
 
 def set_one(a, rtype, name, key, value):
