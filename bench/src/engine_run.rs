@@ -159,12 +159,17 @@ struct AppendRun {
     device_busy: Option<f64>,
 }
 
+/// The engine run's registered pool: 32 MiB, so its one partition writes
+/// 4 MiB groups (`ferrite_engine::io_memory`), as the figures in
+/// `docs/benchmarks.md` were taken.
+const ENGINE_IO_MEMORY_BYTES: usize = 32 << 20;
+
 /// Appends through the engine, then recovers the log as after a crash.
 fn engine_append(cfg: &EngineRunConfig) -> Result<AppendRun, String> {
     let cfg = cfg.clone();
     let handle = glommio::LocalExecutorBuilder::new(glommio::Placement::Fixed(0))
         .name("bench-shard-0")
-        .io_memory(ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT)
+        .io_memory(ENGINE_IO_MEMORY_BYTES)
         .preempt_timer(Duration::from_micros(
             std::env::var("FERRITE_PREEMPT_US")
                 .ok()
@@ -172,6 +177,7 @@ fn engine_append(cfg: &EngineRunConfig) -> Result<AppendRun, String> {
                 .unwrap_or(100_000),
         ))
         .spawn(move || async move {
+            ferrite_engine::io_memory::set_pool_bytes(ENGINE_IO_MEMORY_BYTES);
             let _guard = ferrite_engine::stall_guard::guard_current_executor("bench-shard-0");
             engine_append_on_shard(cfg).await
         })

@@ -450,7 +450,7 @@ mod tests {
             c.apply(&[("ferrite.io.memory.bytes.per.shard".to_string(), v.to_string())])
                 .map(|_| c.io_memory_bytes_per_shard)
         };
-        assert_eq!(BrokerConfig::default().io_memory_bytes_per_shard, 32 << 20);
+        assert_eq!(BrokerConfig::default().io_memory_bytes_per_shard, 8 << 20);
         assert_eq!(apply("8388608").unwrap(), 8 << 20);
         assert!(apply("4096").is_err());
         assert!(apply("2147483648").is_err());

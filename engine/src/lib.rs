@@ -34,6 +34,7 @@ pub mod fifo;
 pub mod file_cache;
 pub mod flush;
 pub mod index;
+pub mod io_memory;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_config;

@@ -93,7 +93,9 @@ use crate::notify::Notify;
 use crate::types::Offset;
 use crate::write_mode::{direct_block_bytes, preallocation, read_tail, WriteMode};
 
-/// Largest single group; a longer backlog is written as several.
+/// Largest single group, whatever the shard's registered pool
+/// ([`crate::io_memory`] may set a smaller one); a longer backlog is written
+/// as several.
 pub const WRITE_BYTES_MAX: usize = 4 << 20;
 /// While a group is in flight, the next is submitted once the bytes
 /// waiting reach this share of the bytes in flight, and at least
@@ -677,7 +679,8 @@ impl SegmentAppender {
 
 /// Where a group submitted now, from `start`, would end; `start` when
 /// there is nothing to submit yet. A group takes everything reserved (up to
-/// `reserved_end`), at most `WRITE_BYTES_MAX`, and may end inside a batch.
+/// `reserved_end`), at most the shard's largest group
+/// ([`crate::io_memory`]: `WRITE_BYTES_MAX` or less), and may end inside a batch.
 /// In direct mode (`alignment`) it ends on a block boundary when cut short,
 /// and also while another group is in flight (`behind_another`): the
 /// partial last block then goes out with the next group, which starts
@@ -685,7 +688,12 @@ impl SegmentAppender {
 /// wakes a task to submit it. Alone, a group takes everything, so that a
 /// lone append is written by one write.
 fn group_end(start: u64, reserved_end: u64, alignment: Option<u64>, behind_another: bool) -> u64 {
-    let end = reserved_end.min(start + WRITE_BYTES_MAX as u64);
+    group_end_within(start, reserved_end, alignment, behind_another, crate::io_memory::group_bytes_max())
+}
+
+/// [`group_end`] with the largest group given.
+fn group_end_within(start: u64, reserved_end: u64, alignment: Option<u64>, behind_another: bool, max: usize) -> u64 {
+    let end = reserved_end.min(start + max as u64);
     let Some(alignment) = alignment else {
         return end;
     };
@@ -715,20 +723,21 @@ mod tests {
 
     #[test]
     fn groups_end_on_block_boundaries_except_a_lone_group() {
-        let max = WRITE_BYTES_MAX as u64;
+        const MAX: usize = 1 << 20;
+        let max = MAX as u64;
         // Buffered: everything, at most the maximum, anywhere.
-        assert_eq!(group_end(100, 700, None, true), 700);
-        assert_eq!(group_end(100, 100 + max + 5, None, false), 100 + max);
+        assert_eq!(group_end_within(100, 700, None, true, MAX), 700);
+        assert_eq!(group_end_within(100, 100 + max + 5, None, false, MAX), 100 + max);
         // Direct, alone: everything, so that one write carries it.
-        assert_eq!(group_end(100, 700, Some(512), false), 700);
+        assert_eq!(group_end_within(100, 700, Some(512), false, MAX), 700);
         // Direct, behind another group: the partial last block waits.
-        assert_eq!(group_end(100, 700, Some(512), true), 512);
-        assert_eq!(group_end(512, 1024, Some(512), true), 1024);
+        assert_eq!(group_end_within(100, 700, Some(512), true, MAX), 512);
+        assert_eq!(group_end_within(512, 1024, Some(512), true, MAX), 1024);
         // ... and with no whole block past the start, nothing goes yet.
-        assert_eq!(group_end(100, 500, Some(512), true), 100);
-        assert_eq!(group_end(512, 700, Some(512), true), 512);
+        assert_eq!(group_end_within(100, 500, Some(512), true, MAX), 100);
+        assert_eq!(group_end_within(512, 700, Some(512), true, MAX), 512);
         // Cut short by the maximum: on a block boundary.
-        assert_eq!(group_end(100, 100 + 2 * max, Some(512), false), max);
-        assert_eq!(group_end(100, 100 + 2 * max, Some(512), true), max);
+        assert_eq!(group_end_within(100, 100 + 2 * max, Some(512), false, MAX), max);
+        assert_eq!(group_end_within(100, 100 + 2 * max, Some(512), true, MAX), max);
     }
 }

@@ -60,12 +60,14 @@ pub struct RuntimeConfig {
     pub blocking_threads: usize,
 }
 
-/// Enough registered memory for [`crate::segment_appender`]'s groups in
-/// flight (3 x 4 MiB) plus reads; glommio's 10 MiB default is not, and
-/// buffers beyond the pool cost a page-pinning system call per write
-/// (measured: +20-40% DMA write throughput with a large pool). Locked memory:
-/// non-root users need `ulimit -l` at least this times the shard count.
-pub const IO_MEMORY_BYTES_DEFAULT: usize = 32 << 20;
+/// Registered memory per shard: eight of the write groups it leads to
+/// (1 MiB each, [`crate::io_memory`]) fit, so the writes of four busy
+/// partitions stay in registered memory; at 32 MiB (4 MiB groups) an idle
+/// two-shard broker held 79 MiB, at 8 MiB it holds 31 MiB, for 0.9-1.0 of
+/// the produce throughput (`docs/benchmarks.md`). Buffers beyond the pool
+/// cost a page-pinning call per write. Locked memory: non-root users need
+/// `ulimit -l` at least this times the shard count.
+pub const IO_MEMORY_BYTES_DEFAULT: usize = 8 << 20;
 
 /// glommio gives each executor one blocking thread; a slow consumer's
 /// sendfile would then delay every other file-served fetch of the shard.
@@ -192,11 +194,15 @@ impl<S: ShardService> ShardRuntime<S> {
             let init = init.clone();
             let handle = handle.clone();
             let ready = ready_tx.clone();
+            let pool_bytes = config.io_memory_bytes;
             let thread = LocalExecutorBuilder::new(placement)
                 .name(&format!("shard-{i}"))
                 .io_memory(config.io_memory_bytes)
                 .blocking_thread_pool_placement(glommio::PoolPlacement::Unbound(config.blocking_threads.max(1)))
-                .spawn(move || run_shard(ShardId(i), init, handle, inbox, ready))
+                .spawn(move || {
+                    crate::io_memory::set_pool_bytes(pool_bytes);
+                    run_shard(ShardId(i), init, handle, inbox, ready)
+                })
                 .map_err(|e| EngineError::io("start shard executor", format!("shard-{i}"), e))?;
             threads.push(thread);
         }
