@@ -13,6 +13,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
+use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
 /// Wakers kept at most. Waiters that gave up (a timeout won a race, say)
@@ -21,10 +22,20 @@ use std::task::{Context, Poll, Waker};
 /// waits again.
 pub const WAITERS_MAX: usize = 1024;
 
+/// Subscribed signals kept at most ([`Notify::subscribe`]); beyond it the
+/// oldest is dropped. A follower's view subscribes to each of its
+/// partitions, and a shard keeps at most 64 views.
+pub const SUBSCRIBERS_MAX: usize = 128;
+
 #[derive(Default)]
 pub struct Notify {
     generation: Cell<u64>,
     waiters: RefCell<Vec<Waker>>,
+    /// Signals this one also moves, so that a waiter on many signals can
+    /// wait on one instead of leaving a waker in each. Weak: a dropped
+    /// subscriber is simply no longer told, and is pruned at the next
+    /// subscription or notification.
+    subscribers: RefCell<Vec<Weak<Notify>>>,
 }
 
 impl Notify {
@@ -80,6 +91,42 @@ impl Notify {
         for w in waiters {
             w.wake();
         }
+        if self.subscribers.borrow().is_empty() {
+            return;
+        }
+        let live: Vec<Rc<Notify>> = {
+            let mut subscribers = self.subscribers.borrow_mut();
+            subscribers.retain(|s| s.strong_count() > 0);
+            subscribers.iter().filter_map(Weak::upgrade).collect()
+        };
+        for s in live {
+            s.notify_all();
+        }
+    }
+
+    /// From now on every notification of this signal also notifies `to`
+    /// (once, however often it subscribes). Whoever waits on `to` for a
+    /// change of this one reads `to`'s generation before subscribing, and
+    /// this one's after, so that no change falls between the two.
+    pub fn subscribe(&self, to: &Rc<Notify>) {
+        let mut subscribers = self.subscribers.borrow_mut();
+        if subscribers.iter().any(|s| std::ptr::eq(s.as_ptr(), Rc::as_ptr(to))) {
+            return;
+        }
+        subscribers.retain(|s| s.strong_count() > 0);
+        if subscribers.len() >= SUBSCRIBERS_MAX {
+            subscribers.remove(0);
+        }
+        subscribers.push(Rc::downgrade(to));
+    }
+
+    /// Live subscribers (for tests).
+    pub fn subscribers(&self) -> usize {
+        self.subscribers
+            .borrow()
+            .iter()
+            .filter(|s| s.strong_count() > 0)
+            .count()
     }
 }
 
@@ -158,6 +205,62 @@ mod tests {
             other.await;
             assert_eq!(n.waiters(), 0);
         });
+    }
+
+    #[test]
+    fn a_notification_moves_its_live_subscribers_once_each() {
+        let ex = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .make()
+            .expect("executor");
+        ex.run(async {
+            let (a, b) = (Notify::new(), Notify::new());
+            let view = Rc::new(Notify::new());
+            a.subscribe(&view);
+            a.subscribe(&view);
+            b.subscribe(&view);
+            assert_eq!(a.subscribers(), 1, "subscribing twice counts once");
+            let seen = view.generation();
+            let waiting = {
+                let view = view.clone();
+                glommio::spawn_local(async move { view.changed_since(seen).await })
+            };
+            futures_lite::future::yield_now().await;
+            b.notify_all();
+            waiting.await;
+            assert_eq!(view.generation(), seen + 1, "one notification, one move");
+            a.notify_all();
+            assert_eq!(view.generation(), seen + 2);
+            // A dropped subscriber is no longer told, and is pruned.
+            drop(view);
+            a.notify_all();
+            assert_eq!(a.subscribers(), 0);
+            assert!(a.subscribers.borrow().is_empty());
+        });
+    }
+
+    #[test]
+    fn subscribers_are_bounded_and_the_oldest_goes_first() {
+        let n = Notify::new();
+        let views: Vec<Rc<Notify>> = (0..SUBSCRIBERS_MAX + 3).map(|_| Rc::new(Notify::new())).collect();
+        for v in &views {
+            n.subscribe(v);
+        }
+        assert_eq!(n.subscribers(), SUBSCRIBERS_MAX);
+        n.notify_all();
+        assert_eq!(views[2].generation(), 0, "among the oldest, dropped");
+        assert_eq!(views[3].generation(), 1);
+        assert_eq!(views[SUBSCRIBERS_MAX + 2].generation(), 1);
+        // Dead ones make room before anyone live is dropped.
+        let n = Notify::new();
+        for _ in 0..SUBSCRIBERS_MAX {
+            n.subscribe(&Rc::new(Notify::new()));
+        }
+        let kept = Rc::new(Notify::new());
+        n.subscribe(&kept);
+        n.subscribe(&views[0]);
+        n.notify_all();
+        assert_eq!(n.subscribers(), 2);
+        assert_eq!(kept.generation(), 1);
     }
 
     #[test]

@@ -688,7 +688,13 @@ impl SegmentAppender {
 /// wakes a task to submit it. Alone, a group takes everything, so that a
 /// lone append is written by one write.
 fn group_end(start: u64, reserved_end: u64, alignment: Option<u64>, behind_another: bool) -> u64 {
-    group_end_within(start, reserved_end, alignment, behind_another, crate::io_memory::group_bytes_max())
+    group_end_within(
+        start,
+        reserved_end,
+        alignment,
+        behind_another,
+        crate::io_memory::group_bytes_max(),
+    )
 }
 
 /// [`group_end`] with the largest group given.

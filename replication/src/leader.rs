@@ -191,13 +191,12 @@ impl PartitionReplica {
     /// Time passed: waiting produces time out, lagging followers leave the
     /// ISR.
     pub fn tick(&mut self, now: MonoMs) {
-        let tp = self.tp.clone();
         let Role::Leader(l) = &mut self.role else { return };
         for (id, required_hw) in l.waiters.expired(now) {
             self.actions.push(Action::AckDone {
                 id,
                 result: Err(ReplicationError::TimedOut {
-                    tp: tp.clone(),
+                    tp: self.tp.clone(),
                     offset: Offset(required_hw.0 - 1),
                 }),
             });

@@ -277,7 +277,16 @@ impl LocalReplica {
     }
 
     pub async fn tick(&self, now: MonoMs) -> Result<(), ReplicaOpError> {
-        self.state.borrow_mut().tick(now);
+        let acted = {
+            let mut state = self.state.borrow_mut();
+            state.tick(now);
+            state.has_actions()
+        };
+        // Almost every tick finds nothing to do; actions another event left
+        // are carried out by that event's own `run_actions`.
+        if !acted {
+            return Ok(());
+        }
         self.run_actions().await
     }
 

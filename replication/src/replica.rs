@@ -178,6 +178,11 @@ impl PartitionReplica {
         std::mem::take(&mut self.actions)
     }
 
+    /// Whether actions are waiting to be taken.
+    pub fn has_actions(&self) -> bool {
+        !self.actions.is_empty()
+    }
+
     /// `min.insync.replicas`, capped at the replication factor.
     pub(crate) fn effective_min_isr(&self) -> usize {
         self.config.min_insync_replicas.clamp(1, self.replicas.len().max(1))

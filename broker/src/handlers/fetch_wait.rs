@@ -132,20 +132,6 @@ impl Watches {
         }
     }
 
-    /// Waits on `signals`, each with its generation as it was before its
-    /// partition was read and its place in the request (all of this
-    /// shard's; a follower's view knows them without looking them up).
-    /// `stop_seen`: the broker's stop signal, read before the reads.
-    pub(crate) fn of_signals(fetcher: Fetcher, signals: Vec<(Signal, u64, (usize, usize))>, stop_seen: u64) -> Watches {
-        Watches {
-            fetcher,
-            signals,
-            remote: BTreeMap::new(),
-            had_remote: false,
-            stop_seen,
-        }
-    }
-
     /// A partition of shard `owner`, whose signal was at `seen` when the
     /// owner read it.
     pub(crate) fn add_remote(&mut self, owner: ShardId, tp: TopicPartition, seen: u64) {

@@ -25,18 +25,25 @@
 //! most that old, so the first append after a quiet spell finds a recent
 //! one. Anything else takes the full path, which also refreshes the memory.
 //!
+//! Between passes the fetch waits for an append to one of its partitions
+//! on one signal, the view's `appended`, to which each partition's append
+//! signal is subscribed (`Notify::subscribe`) when it takes the full path:
+//! a waiting round leaves one waker, not one per partition.
+//!
 //! Views are few (one per follower fetcher of this shard), bounded by
 //! [`VIEWS_MAX`], the least recently used dropped beyond it.
 
 use std::cell::RefCell;
+use std::future::poll_fn;
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
+use ferrite_engine::notify::Notify;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_replication::{LocalReplica, RoleKind};
 
 use super::fetch::{response_budget, unanswered, FetchPass};
-use super::fetch_wait::{Fetcher, Signal, Watches};
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::fetch::{FetchPartitionResponse, FetchRequest, FetchTopicResponse};
 use crate::shard::BrokerShard;
@@ -83,6 +90,10 @@ struct View {
     entries: Vec<Option<Quiet>>,
     /// The shard's replica changes when the entries were made.
     changes: u64,
+    /// Moved by an append to any partition of the view: each partition's
+    /// append signal is subscribed to it when taking the full path, so a
+    /// waiting fetch leaves one waker here instead of one per partition.
+    appended: Rc<Notify>,
 }
 
 impl View {
@@ -108,6 +119,7 @@ impl View {
             layout,
             entries: (0..count).map(|_| None).collect(),
             changes,
+            appended: Rc::new(Notify::new()),
         }
     }
 }
@@ -168,10 +180,10 @@ pub(crate) async fn fetch_until(
     let mut view = shard.follower_views.take(f, replicas.changes());
     loop {
         let stop_seen = shard.stop_signal.generation();
+        let appended_seen = view.appended.generation();
         let now = Instant::now();
         let mut pass = FetchPass::new(shard, unanswered(f));
         let mut budget = response_budget(f);
-        let mut signals: Vec<(Signal, u64, (usize, usize))> = Vec::new();
         let mut k = 0usize;
         let mut quiet = 0u64;
         for (ti, t) in f.topics.iter().enumerate() {
@@ -183,13 +195,14 @@ pub(crate) async fn fetch_until(
                     if q.holds(p.fetch_offset, p.current_leader_epoch, seen, now, refresh) {
                         pass.topics[ti].partitions[pi] = answer_of(q, p.partition);
                         quiet += 1;
-                        if !no_wait {
-                            signals.push((Signal::Reserved(q.replica.log().clone()), seen, (ti, pi)));
-                        }
                         continue;
                     }
                 }
                 let replica = replicas.get(&TopicPartition::new(t.topic.clone(), p.partition));
+                // Subscribed before its generation is read (`Notify::subscribe`).
+                if let Some(r) = &replica {
+                    r.log().reserved_moved().subscribe(&view.appended);
+                }
                 let seen = replica.as_ref().map(|r| r.log().reserved_moved().generation());
                 pass.read(shard, f, (ti, pi), &mut budget).await;
                 let answered = &pass.topics[ti].partitions[pi];
@@ -197,9 +210,6 @@ pub(crate) async fn fetch_until(
                     (Some(r), Some(seen)) => quiet_after(r, f.replica_id, p, answered, seen, now),
                     _ => None,
                 };
-                if let (Some(r), Some(seen), false) = (replica, seen, no_wait) {
-                    signals.push((Signal::Reserved(r.log().clone()), seen, (ti, pi)));
-                }
             }
         }
         let answers = &shard.follower_views.quiet_answers;
@@ -210,8 +220,35 @@ pub(crate) async fn fetch_until(
             shard.follower_views.put_back(view);
             return pass.topics;
         }
-        let mut watches = Watches::of_signals(Fetcher::Follower, signals, stop_seen);
-        watches.wait(shard, deadline).await;
+        let appended = view.appended.clone();
+        wait_for_append(shard, &appended, appended_seen, stop_seen, deadline).await;
+    }
+}
+
+/// Waits until a partition of the view took an append since
+/// `appended_seen`, the broker stops, or `deadline`; the view's one signal
+/// stands for all of its partitions' (a partition the pass found no replica
+/// for has none to wait on: another pass only comes with another append).
+async fn wait_for_append(
+    shard: &Rc<BrokerShard>,
+    appended: &Notify,
+    appended_seen: u64,
+    stop_seen: u64,
+    deadline: Instant,
+) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let registered: RefCell<Option<Waker>> = RefCell::new(None);
+    let signals = poll_fn(|cx| {
+        registered.borrow_mut().get_or_insert_with(|| cx.waker().clone());
+        if shard.stop_signal.poll_changed_since(stop_seen, cx).is_ready() {
+            return Poll::Ready(());
+        }
+        appended.poll_changed_since(appended_seen, cx)
+    });
+    futures_lite::future::or(signals, glommio::timer::sleep(left)).await;
+    if let Some(waker) = registered.take() {
+        shard.stop_signal.forget(&waker);
+        appended.forget(&waker);
     }
 }
 
