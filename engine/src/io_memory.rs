@@ -20,6 +20,12 @@
 //! ([`crate::segment_appender::WRITES_IN_FLIGHT_MAX`]), write from
 //! registered memory.
 //!
+//! What it costs: a follower's fetch of a full `replica.fetch.max.bytes`
+//! (1 MiB) of one partition is written as a group just under 1 MiB and a
+//! few KiB after it, where one write took it before; and on a device with
+//! blocks larger than 4 KiB (up to 64 KiB), a group's buffer can pass its
+//! power of two, so fewer fit. Both cost speed only.
+//!
 //! The limit is per executor thread, as glommio's pool is: the shard runtime
 //! sets it when a shard starts ([`set_pool_bytes`]); an executor that never
 //! set it (the engine's tests and benches) keeps the full

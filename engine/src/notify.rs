@@ -94,13 +94,13 @@ impl Notify {
         if self.subscribers.borrow().is_empty() {
             return;
         }
-        let live: Vec<Rc<Notify>> = {
-            let mut subscribers = self.subscribers.borrow_mut();
-            subscribers.retain(|s| s.strong_count() > 0);
-            subscribers.iter().filter_map(Weak::upgrade).collect()
-        };
-        for s in live {
-            s.notify_all();
+        self.subscribers.borrow_mut().retain(|s| s.strong_count() > 0);
+        // Subscribers form no cycle (a log's signal moves its views'), so
+        // this borrow is never asked for again below it.
+        for s in self.subscribers.borrow().iter() {
+            if let Some(s) = s.upgrade() {
+                s.notify_all();
+            }
         }
     }
 
@@ -109,6 +109,9 @@ impl Notify {
     /// change of this one reads `to`'s generation before subscribing, and
     /// this one's after, so that no change falls between the two.
     pub fn subscribe(&self, to: &Rc<Notify>) {
+        // `notify_all` walks the subscribers under a shared borrow: a
+        // cycle would ask for it again.
+        assert!(!std::ptr::eq(self, Rc::as_ptr(to)), "a signal subscribed to itself");
         let mut subscribers = self.subscribers.borrow_mut();
         if subscribers.iter().any(|s| std::ptr::eq(s.as_ptr(), Rc::as_ptr(to))) {
             return;

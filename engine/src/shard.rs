@@ -63,8 +63,8 @@ pub struct RuntimeConfig {
 /// Registered memory per shard: eight of the write groups it leads to
 /// (1 MiB each, [`crate::io_memory`]) fit, so the writes of four busy
 /// partitions stay in registered memory; at 32 MiB (4 MiB groups) an idle
-/// two-shard broker held 79 MiB, at 8 MiB it holds 31 MiB, for 0.9-1.0 of
-/// the produce throughput (`docs/benchmarks.md`). Buffers beyond the pool
+/// two-shard broker held 79 MiB, at 8 MiB it holds 31 MiB, for 0.79-0.91
+/// of the produce throughput at librdkafka's request shape (`docs/benchmarks.md`). Buffers beyond the pool
 /// cost a page-pinning call per write. Locked memory: non-root users need
 /// `ulimit -l` at least this times the shard count.
 pub const IO_MEMORY_BYTES_DEFAULT: usize = 8 << 20;
