@@ -11,6 +11,7 @@
 //! | `ferrite_request_duration_seconds` | histogram | api |
 //! | `ferrite_connections_active` | gauge | shard — connections the shard serves |
 //! | `ferrite_cross_shard_calls_total` | counter | — (work a connection's shard handed to the owning shard) |
+//! | `ferrite_fetch_bytes_total` | counter | source — bytes fetches read from `memory` (the batch cache) or a `file` |
 //! | `ferrite_partitions` | gauge | shard |
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
@@ -69,6 +70,28 @@ thread_local! {
     static TOPIC_HANDLES: RefCell<HashMap<String, TopicHandles>> =
         RefCell::new(HashMap::new());
     static CROSS_SHARD_CALLS: metrics::Counter = metrics::counter!("ferrite_cross_shard_calls_total");
+    static FETCH_BYTES_MEMORY: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "memory");
+    static FETCH_BYTES_FILE: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "file");
+}
+
+/// Where a fetch's bytes came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchSource {
+    /// The partition's cache of recent batches.
+    Memory,
+    /// A segment file (page cache or disk).
+    File,
+}
+
+/// Bytes a fetch (a consumer's or a follower's) read, by where from.
+pub fn fetch_read(source: FetchSource, bytes: u64) {
+    if bytes == 0 {
+        return;
+    }
+    match source {
+        FetchSource::Memory => FETCH_BYTES_MEMORY.with(|c| c.increment(bytes)),
+        FetchSource::File => FETCH_BYTES_FILE.with(|c| c.increment(bytes)),
+    }
 }
 
 pub fn request(api: ApiKey, seconds: f64) {

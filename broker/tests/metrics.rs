@@ -75,6 +75,17 @@ fn metrics_count_traffic_requests_partitions_and_connections() {
         value(&text, "ferrite_bytes_out_total{topic=\"m\"}"),
         Some(4.0 * batch.len() as f64)
     );
+    // The fetch read the tail from the partition's cache.
+    assert_eq!(
+        value(&text, "ferrite_fetch_bytes_total{source=\"memory\"}"),
+        Some(4.0 * batch.len() as f64),
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "ferrite_fetch_bytes_total{source=\"file\"}"),
+        None,
+        "{text}"
+    );
     assert_eq!(value(&text, "ferrite_requests_total{api=\"Produce\"}"), Some(4.0));
     assert!(
         text.contains("ferrite_request_duration_seconds_bucket{api=\"Produce\",le=\"0.001\"}"),
@@ -94,6 +105,19 @@ fn metrics_count_traffic_requests_partitions_and_connections() {
     let mut out = String::new();
     other.read_to_string(&mut out).unwrap();
     assert!(out.starts_with("HTTP/1.1 404"), "{out}");
+    drop(c);
+    // Restarted, the cache is empty: the same fetch reads the segment file.
+    let mut b = b;
+    b.stop();
+    b.spawn();
+    let mut c = Client::connect(b.addr());
+    c.call(&fetch, 12);
+    let text = scrape(metrics_port);
+    assert_eq!(
+        value(&text, "ferrite_fetch_bytes_total{source=\"file\"}"),
+        Some(4.0 * batch.len() as f64),
+        "{text}"
+    );
 }
 
 #[test]

@@ -146,8 +146,12 @@ async fn read_on_owner(
             };
             let chunks = match read.region {
                 ReadRegion::Empty => Vec::new(),
-                ReadRegion::Cached(batches) => batches.into_iter().map(Chunk::Bytes).collect(),
+                ReadRegion::Cached(batches) => {
+                    crate::metrics::fetch_read(crate::metrics::FetchSource::Memory, read.bytes);
+                    batches.into_iter().map(Chunk::Bytes).collect()
+                }
                 ReadRegion::File(region) => {
+                    crate::metrics::fetch_read(crate::metrics::FetchSource::File, read.bytes);
                     let fd = dup(region.file.fd()).map_err(|e| EngineError::Io {
                         op: "dup segment descriptor",
                         path: region.file.path().to_path_buf(),
