@@ -1,6 +1,7 @@
 //! Shared pieces of Ferrite's benchmarks: size parsing, batch templates,
 //! and the engine throughput run behind `ferrite-bench engine`.
 
+pub mod cold_read;
 pub mod disk_busy;
 pub mod engine_run;
 pub mod group_consume;

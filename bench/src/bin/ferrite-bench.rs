@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::time::Duration;
 
+use ferrite_bench::cold_read;
 use ferrite_bench::engine_run::{self, EngineRunConfig};
 use ferrite_bench::group_consume::{self, GroupOptions};
 use ferrite_bench::load::{self, LoadConfig};
@@ -113,6 +114,13 @@ enum Command {
         /// The group's partition assignor (with --group).
         #[arg(long, value_enum, default_value = "range", requires = "group")]
         assignor: AssignorArg,
+        /// The broker's data directory: before consuming, time the disk
+        /// reading its segment files with O_DIRECT (as `dd iflag=direct
+        /// bs=4M`, up to 2 GiB), then drop the page cache (root), so that
+        /// the consume reads cold; the JSON adds disk_read_mb_per_sec and
+        /// ratio_to_disk.
+        #[arg(long, value_name = "DATA_DIR")]
+        cold: Option<PathBuf>,
     },
     /// Start a 3-broker loopback cluster (and its ZooKeeper) and measure
     /// produce throughput and latency over acks 0/1/all, RF 1/3, 100 B and
@@ -301,12 +309,28 @@ fn main() {
             fetch_max_bytes,
             group,
             assignor,
+            cold,
         } => {
             let mut cfg = load_config(l);
             cfg.fetch_max_bytes = fetch_max_bytes.min(i32::MAX as u64) as i32;
+            let disk = cold.map(|dir| {
+                let (rate, bytes) = cold_read::disk_read_mb_per_sec(&dir).unwrap_or_else(|e| fail("cold", e));
+                eprintln!("disk: {rate:.0} MB/s reading {bytes} bytes of segment files with O_DIRECT");
+                cold_read::drop_caches().unwrap_or_else(|e| fail("cold", e));
+                rate
+            });
+            let with_disk = |json: &mut serde_json::Value| {
+                if let Some(rate) = disk {
+                    let consumed = json["mb_per_sec"].as_f64().unwrap_or(0.0);
+                    json["disk_read_mb_per_sec"] = serde_json::json!(rate.round());
+                    json["ratio_to_disk"] = serde_json::json!((consumed / rate * 1000.0).round() / 1000.0);
+                }
+            };
             let Some(group) = group else {
                 let result = load::consume(&cfg).unwrap_or_else(|e| fail("consume", e));
-                println!("{}", result.to_json("consume", &cfg));
+                let mut json = result.to_json("consume", &cfg);
+                with_disk(&mut json);
+                println!("{json}");
                 return;
             };
             let kind = match assignor {
@@ -319,6 +343,7 @@ fn main() {
             let mut json = result.to_json("consume", &cfg);
             json["group"] = serde_json::json!(group);
             json["assignor"] = serde_json::json!(kind.boxed().name());
+            with_disk(&mut json);
             println!("{json}");
         }
         Command::Matrix {
