@@ -36,7 +36,7 @@ pub fn segment_files(dir: &Path) -> Vec<(PathBuf, u64)> {
             }
         }
     }
-    found.sort_by(|a, b| b.1.cmp(&a.1));
+    found.sort_by_key(|f| std::cmp::Reverse(f.1));
     found
 }
 
