@@ -76,11 +76,7 @@ fn an_append_wakes_the_followers_held_fetch_at_once() {
     let leaders = leaders_of(&first, "held", PARTITIONS).expect("leaders");
     for round in 0..2 {
         for (p, leader) in leaders.iter().enumerate() {
-            let at = cluster
-                .brokers
-                .iter()
-                .find(|b| b.id == *leader)
-                .expect("a leader of ours");
+            let at = cluster.broker_ref(*leader);
             let started = Instant::now();
             let (error, _) = produce(&at.bootstrap(), "held", p as i32, -1, b"woken");
             let took = started.elapsed();

@@ -197,6 +197,11 @@ impl Cluster {
         self.brokers.iter_mut().find(|b| b.id == id).expect("broker id")
     }
 
+    /// Broker `id` (one of ours: a leader the metadata names, say).
+    pub fn broker_ref(&self, id: i32) -> &ClusterBroker {
+        self.brokers.iter().find(|b| b.id == id).expect("a broker of ours")
+    }
+
     /// Every running broker's bootstrap address, comma separated.
     pub fn bootstrap(&self) -> String {
         let v: Vec<String> = self
@@ -424,11 +429,7 @@ pub fn acks_all_everywhere(cluster: &Cluster, topic: &str, partitions: usize, va
     let first = cluster.brokers[0].bootstrap();
     let leaders = leaders_of(&first, topic, partitions).expect("leaders");
     for (p, leader) in leaders.iter().enumerate() {
-        let at = cluster
-            .brokers
-            .iter()
-            .find(|b| b.id == *leader)
-            .expect("a leader of ours");
+        let at = cluster.broker_ref(*leader);
         wait_for("an acks=all produce", Duration::from_secs(20), || {
             (produce(&at.bootstrap(), topic, p as i32, -1, value).0 == 0).then_some(())
         });
