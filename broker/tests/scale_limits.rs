@@ -9,12 +9,18 @@
 //!   with KAFKA_STORAGE_ERROR and leaves nothing behind — no partition
 //!   directory, no metadata — and the broker keeps accepting connections
 //!   and creating topics that fit.
+//! - The same in a three-broker cluster, with the limit lowered on one of
+//!   the replica brokers: the topic is deleted again on every broker.
 
 mod common;
 
 use std::process::Command;
 
-use common::cluster::{consume_all, create_topic, metadata, produce};
+use std::time::Duration;
+
+use common::cluster::{
+    acks_all_everywhere, consume_all, create_topic, metadata, produce, serial, wait_brokers, Cluster,
+};
 use common::Broker;
 
 fn open_fds(pid: u32) -> usize {
@@ -100,4 +106,91 @@ fn a_topic_that_cannot_be_created_whole_is_refused_and_leaves_nothing() {
     // The broker still accepts connections and creates what fits.
     assert_eq!(create_topic(&b.bootstrap(), "fits", 10, 1, &[]), 0);
     assert!(open_fds(pid) < limit, "descriptors released");
+}
+
+/// In a cluster, a topic that one replica broker cannot create whole is
+/// refused the same way: the broker that took CreateTopics asks every
+/// replica broker whether it created its logs, and when one could not, it
+/// deletes the topic again and answers KAFKA_STORAGE_ERROR. No broker
+/// keeps a partition directory of it, none lists it, and topics that fit
+/// are still created.
+#[test]
+fn in_a_cluster_a_topic_one_broker_cannot_create_is_refused_and_leaves_nothing() {
+    let _serial = serial();
+    let cluster = Cluster::start(3, &[]);
+    wait_brokers(&cluster, 3);
+    let first = cluster.brokers[0].bootstrap();
+    let pid = cluster.brokers[1].child.as_ref().expect("running").id();
+    // Room on broker 2 for about 50 more partitions (two descriptors each).
+    let limit = open_fds(pid) + 100;
+    set_open_files_limit(pid, limit);
+
+    assert_eq!(create_topic(&first, "too-big", 200, 3, &[]), 56, "KAFKA_STORAGE_ERROR");
+    for b in &cluster.brokers {
+        let m = metadata(&b.bootstrap(), "too-big").expect("metadata");
+        let t = m.topics.iter().find(|t| t.name == "too-big");
+        assert!(
+            t.is_none_or(|t| t.error != 0),
+            "broker {} still lists the topic: {t:?}",
+            b.id
+        );
+    }
+    // Deleting is asynchronous (StopReplica from the controller).
+    let left = || -> Vec<(i32, String)> {
+        cluster
+            .brokers
+            .iter()
+            .flat_map(|b| {
+                std::fs::read_dir(b.data_dir())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("too-big"))
+                    .map(move |n| (b.id, n))
+            })
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !left().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let kept = left();
+    assert!(
+        kept.is_empty(),
+        "{} directories left behind, first {:?}",
+        kept.len(),
+        &kept[..kept.len().min(5)]
+    );
+    assert!(
+        cluster.brokers[0].log_text().contains("could not all be created"),
+        "the refusal is logged"
+    );
+    // Nothing keeps the deleted partitions' files open either (a follower
+    // view or an idle fetcher holding their replicas did).
+    let deleted_open = || -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .map(|t| t.to_string_lossy().into_owned())
+            .filter(|t| t.ends_with("(deleted)"))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !deleted_open().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let open = deleted_open();
+    assert!(
+        open.is_empty(),
+        "{} deleted files still open, first {:?}",
+        open.len(),
+        &open[..open.len().min(3)]
+    );
+    // What fits is still created, and takes writes on every replica.
+    assert_eq!(create_topic(&first, "fits", 6, 3, &[]), 0);
+    acks_all_everywhere(&cluster, "fits", 6, b"fits");
+    assert!(open_fds(pid) < limit, "broker 2's descriptors released");
 }

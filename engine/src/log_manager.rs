@@ -275,9 +275,16 @@ impl LogManager {
             Err(e) => {
                 // A partition that could not be created leaves nothing
                 // behind (a directory left would be opened at restart).
+                // When even that fails (out of descriptors, say), the
+                // partition is held offline: nothing is created over the
+                // directory, and deleting the partition removes it.
                 if fresh {
                     if let Err(rm) = std::fs::remove_dir_all(&dir) {
                         tracing::warn!(tp = %tp, error = %rm, "removing a partition that could not be created");
+                        self.offline.borrow_mut().insert(
+                            tp.clone(),
+                            format!("could not be created ({e}), and its directory not removed ({rm})"),
+                        );
                     }
                 }
                 return Err(e);

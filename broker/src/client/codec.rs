@@ -288,7 +288,13 @@ pub fn decode_fetch(r: &mut Reader) -> WireResult<FetchedPartition> {
 /// Asks for the offset at `timestamp` (-1 latest, -2 earliest) of each
 /// topic's partitions (replica -1, read-uncommitted).
 pub fn list_offsets(w: &mut Writer, timestamp: i64, topics: &[(String, Vec<i32>)]) {
-    w.i32(-1);
+    list_offsets_as(w, -1, timestamp, topics)
+}
+
+/// [`list_offsets`] from `replica_id` (-2, Kafka's debugging id, reads a
+/// broker's own replica whether it leads or not).
+pub fn list_offsets_as(w: &mut Writer, replica_id: i32, timestamp: i64, topics: &[(String, Vec<i32>)]) {
+    w.i32(replica_id);
     w.i8(0);
     w.array_len(false, Some(topics.len()));
     for (name, partitions) in topics {

@@ -33,6 +33,51 @@ impl BrokerShard {
         }
     }
 
+    /// Asks every replica broker of the new `topic` whether it created its
+    /// logs (`created_check.rs`); when one could not, deletes the topic
+    /// again and says which: nothing is left half-created.
+    async fn undo_if_not_created(
+        &self,
+        cluster: &std::sync::Arc<ClusterShared>,
+        topic: &TopicMeta,
+    ) -> Result<(), AdminError> {
+        let replicas = topic
+            .partitions
+            .iter()
+            .map(|p| (p.partition, p.replicas.clone()))
+            .collect();
+        let t = topic.name.clone();
+        let failed = cluster
+            .ask(|reply| ClusterRequest::ReplicasCreated {
+                topic: t,
+                replicas,
+                reply,
+            })
+            .await
+            .flatten();
+        let Some(failed) = failed else {
+            return Ok(());
+        };
+        crate::metrics::partition_not_created();
+        tracing::warn!(topic = %topic.name, broker = %failed.broker, tp = %failed.tp, count = failed.count,
+            "partitions of a new topic could not all be created; deleting the topic");
+        let name = topic.name.clone();
+        cluster
+            .ask(|reply| ClusterRequest::DeleteTopic { name, reply })
+            .await
+            .ok_or_else(gone)??;
+        self.wait_for_metadata(|m| m.topic(&topic.name).is_none()).await;
+        Err(AdminError::PartitionsNotCreated {
+            topic: topic.name.clone(),
+            count: failed.count,
+            tp: failed.tp,
+            reason: format!(
+                "broker {} could not create its replica's log (KAFKA_STORAGE_ERROR)",
+                failed.broker
+            ),
+        })
+    }
+
     pub(crate) async fn cluster_admin(self: &Rc<Self>, op: AdminOp) -> Result<TopicMeta, AdminError> {
         let Some(cluster) = self.cluster().cloned() else {
             return Err(gone());
@@ -63,6 +108,7 @@ impl BrokerShard {
                         })
                     })
                     .await;
+                    self.undo_if_not_created(&cluster, &topic).await?;
                 }
                 Ok(topic)
             }

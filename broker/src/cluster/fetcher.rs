@@ -298,6 +298,9 @@ async fn run(fetchers: Rc<Fetchers>, f: Rc<Fetcher>) {
             w.fetching.is_empty() && w.asks.is_empty()
         };
         if idle {
+            // The view holds replicas: a fetcher left with nothing to fetch
+            // (its partitions deleted, say) must not keep their files open.
+            drop(f.view.take());
             let seen = f.wake.generation();
             let woke = futures_lite::future::or(
                 async {
@@ -377,6 +380,7 @@ async fn round(fetchers: &Rc<Fetchers>, f: &Rc<Fetcher>, c: &mut Conn) -> std::i
         epoch_queries(&replicas, c, asks).await?;
     }
     if f.work.borrow().fetching.is_empty() {
+        drop(f.view.take());
         return Ok(());
     }
     let mut view = f.view.take();

@@ -17,6 +17,7 @@
 pub mod admin;
 pub mod config_changes;
 pub mod courier;
+pub mod created_check;
 pub mod fetcher;
 pub mod metadata_cache;
 pub mod replicas;
@@ -87,6 +88,13 @@ pub enum ClusterRequest {
     TopicConfig {
         name: String,
         reply: oneshot::Sender<Result<BTreeMap<String, String>, ControllerError>>,
+    },
+    /// Whether each replica of a new topic got its log
+    /// (`created_check.rs`): the first that did not, if any.
+    ReplicasCreated {
+        topic: String,
+        replicas: Vec<(i32, Vec<BrokerId>)>,
+        reply: oneshot::Sender<Option<created_check::NotCreated>>,
     },
     /// Preferred replica election (`None`: every partition).
     ElectPreferred {
@@ -312,6 +320,11 @@ impl ClusterShared {
         for b in brokers {
             e.insert(b.id, b.clone());
         }
+    }
+
+    /// Every broker's endpoint known.
+    pub fn endpoints(&self) -> BTreeMap<BrokerId, BrokerMeta> {
+        self.endpoints.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn endpoint(&self, id: BrokerId) -> Option<BrokerMeta> {

@@ -37,6 +37,11 @@ pub struct ShardReplicas {
     /// replicas by position (a follower's view, `handlers/follower_view.rs`)
     /// starts over.
     changes: Cell<u64>,
+    /// Partitions whose log a LeaderAndIsr could not create here (open
+    /// files, disk space, permissions), and why; until a later one
+    /// succeeds or the partition is stopped. A broker creating a topic asks
+    /// for them (ListOffsets from the debugging replica id, `list_offsets.rs`).
+    not_created: RefCell<BTreeMap<TopicPartition, String>>,
     me: Weak<ShardReplicas>,
 }
 
@@ -78,8 +83,14 @@ impl ShardReplicas {
             controller_epochs: RefCell::new(BTreeMap::new()),
             stopped: Cell::new(false),
             changes: Cell::new(0),
+            not_created: RefCell::new(BTreeMap::new()),
             me: me.clone(),
         })
+    }
+
+    /// Why `tp`'s log could not be created here, if it could not.
+    pub fn not_created(&self, tp: &TopicPartition) -> Option<String> {
+        self.not_created.borrow().get(tp).cloned()
     }
 
     /// How many times a replica was added or removed.
@@ -148,8 +159,15 @@ impl ShardReplicas {
                         }
                         log
                     }
-                    None => shard.logs.get_or_create(&tp, log_config).await?,
+                    None => match shard.logs.get_or_create(&tp, log_config).await {
+                        Ok(log) => log,
+                        Err(e) => {
+                            self.not_created.borrow_mut().insert(tp.clone(), e.to_string());
+                            return Err(e.into());
+                        }
+                    },
                 };
+                self.not_created.borrow_mut().remove(&tp);
                 let links: Rc<dyn ReplicaLinks> = Rc::new(Links(self.me.clone()));
                 let start = log.log_start_offset();
                 let r = Rc::new(LocalReplica::new(
@@ -183,7 +201,10 @@ impl ShardReplicas {
         delete: bool,
     ) -> Result<(), ReplicaOpError> {
         let replica = self.replicas.borrow_mut().remove(tp);
+        self.not_created.borrow_mut().remove(tp);
         self.changes.set(self.changes.get() + 1);
+        // A follower view remembers replicas: none may keep this one open.
+        shard.follower_views.drop_stale(self.changes());
         self.controller_epochs.borrow_mut().remove(tp);
         self.fetchers.remove(tp);
         if let Some(r) = replica {

@@ -255,6 +255,15 @@ async fn serve(
             };
             let _ = reply.send(r);
         }
+        ClusterRequest::ReplicasCreated { topic, replicas, reply } => {
+            // Its own task: the check polls the brokers, and this loop
+            // carries everything else the cluster asks.
+            let endpoints = shared.endpoints();
+            let deadline = std::time::Instant::now() + super::created_check::CHECK_MAX;
+            tokio::spawn(async move {
+                let _ = reply.send(super::created_check::check(topic, replicas, endpoints, deadline).await);
+            });
+        }
         ClusterRequest::TopicConfig { name, reply } => {
             let r = match session {
                 Some(s) => s.store.topic_config(&name).await,

@@ -135,21 +135,28 @@ pub struct FollowerViews {
 impl FollowerViews {
     /// The view of `f`'s layout (taken out while the fetch runs), or a new
     /// one that remembers nothing yet.
+    /// Drops the views made before the shard's replicas last changed
+    /// (`changes`): they are of no more use, and they hold replicas (a
+    /// deleted partition's files stayed open in one until it aged out).
+    pub fn drop_stale(&self, changes: u64) {
+        self.views.borrow_mut().retain(|v| v.changes == changes);
+    }
+
     fn take(&self, f: &FetchRequest, changes: u64) -> View {
+        self.drop_stale(changes);
         let mut views = self.views.borrow_mut();
         match views.iter().position(|v| v.fits(f)) {
-            Some(at) => {
-                let mut v = views.remove(at);
-                if v.changes != changes {
-                    v = View::of(f, changes);
-                }
-                v
-            }
+            Some(at) => views.remove(at),
             None => View::of(f, changes),
         }
     }
 
-    fn put_back(&self, view: View) {
+    /// Keeps `view` for the next fetch of its layout, unless the shard's
+    /// replicas changed while it was out (`changes` now).
+    fn put_back(&self, view: View, changes: u64) {
+        if view.changes != changes {
+            return;
+        }
         let mut views = self.views.borrow_mut();
         if views.len() >= VIEWS_MAX {
             views.remove(0);
@@ -217,7 +224,7 @@ pub(crate) async fn fetch_until(
         let enough = pass.bytes >= f.min_bytes.max(0) as u64;
         let done = enough || pass.any_error || Instant::now() >= deadline || shard.stopping.get() || no_wait;
         if done {
-            shard.follower_views.put_back(view);
+            shard.follower_views.put_back(view, replicas.changes());
             return pass.topics;
         }
         let appended = view.appended.clone();

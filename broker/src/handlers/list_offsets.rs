@@ -9,8 +9,8 @@ use ferrite_engine::{LeaderEpoch, TimestampMs, TopicPartition};
 use crate::error_map;
 use crate::protocol::errors::ErrorCode;
 use crate::protocol::list_offsets::{
-    encode_response, ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsTopicResponse, EARLIEST, LATEST,
-    MAX_TIMESTAMP,
+    encode_response, ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsTopicResponse, DEBUGGING_REPLICA_ID,
+    EARLIEST, LATEST, MAX_TIMESTAMP,
 };
 use crate::protocol::response::ResponseBuilder;
 use crate::shard::BrokerShard;
@@ -70,6 +70,28 @@ async fn lookup(
         .map_err(|e| error_map::engine(&e))?
 }
 
+/// A debugging read of this broker's replica of `tp` (its log end): what a
+/// broker creating a topic asks each replica broker
+/// (`cluster/created_check.rs`). KAFKA_STORAGE_ERROR when its log could not
+/// be created here, UNKNOWN_TOPIC_OR_PARTITION when there is no replica
+/// (yet).
+async fn own_replica_end(shard: &Rc<BrokerShard>, tp: TopicPartition) -> Result<i64, ErrorCode> {
+    let owner = shard.owner(&tp);
+    shard
+        .run_on(owner, move |s: Rc<BrokerShard>| async move {
+            let Some(replicas) = &s.replicas else {
+                return Err(ErrorCode::UnknownTopicOrPartition);
+            };
+            match replicas.get(&tp) {
+                Some(r) => Ok(r.log().log_end_offset().0),
+                None if replicas.not_created(&tp).is_some() => Err(ErrorCode::KafkaStorageError),
+                None => Err(ErrorCode::UnknownTopicOrPartition),
+            }
+        })
+        .await
+        .unwrap_or(Err(ErrorCode::KafkaStorageError))
+}
+
 pub async fn list_offsets(
     shard: &Rc<BrokerShard>,
     l: ListOffsetsRequest,
@@ -77,6 +99,28 @@ pub async fn list_offsets(
     flexible: bool,
     b: &mut ResponseBuilder,
 ) {
+    if l.replica_id == DEBUGGING_REPLICA_ID && shard.replicas.is_some() {
+        let mut out = Vec::with_capacity(l.topics.len());
+        for t in l.topics {
+            let mut partitions = Vec::with_capacity(t.partitions.len());
+            for p in t.partitions {
+                let end = own_replica_end(shard, TopicPartition::new(t.name.clone(), p.index)).await;
+                partitions.push(ListOffsetsPartitionResponse {
+                    index: p.index,
+                    error: end.err().map_or(0, |e| e.code()),
+                    timestamp: -1,
+                    offset: end.unwrap_or(-1),
+                    leader_epoch: -1,
+                });
+            }
+            out.push(ListOffsetsTopicResponse {
+                name: t.name,
+                partitions,
+            });
+        }
+        encode_response(&mut b.w, v, flexible, &out);
+        return;
+    }
     let meta = shard.meta();
     let mut out = Vec::with_capacity(l.topics.len());
     for t in l.topics {

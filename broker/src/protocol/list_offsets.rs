@@ -4,6 +4,9 @@
 use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const LATEST: i64 = -1;
+/// Kafka's debugging replica id: a ListOffsets from it reads the broker's
+/// own replica of each partition, leader or not.
+pub const DEBUGGING_REPLICA_ID: i32 = -2;
 pub const EARLIEST: i64 = -2;
 pub const MAX_TIMESTAMP: i64 = -3;
 
