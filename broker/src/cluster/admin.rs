@@ -58,7 +58,6 @@ impl BrokerShard {
         let Some(failed) = failed else {
             return Ok(());
         };
-        crate::metrics::partition_not_created();
         tracing::warn!(topic = %topic.name, broker = %failed.broker, tp = %failed.tp, count = failed.count,
             "partitions of a new topic could not all be created; deleting the topic");
         let name = topic.name.clone();

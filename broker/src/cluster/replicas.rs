@@ -162,6 +162,7 @@ impl ShardReplicas {
                     None => match shard.logs.get_or_create(&tp, log_config).await {
                         Ok(log) => log,
                         Err(e) => {
+                            crate::metrics::partition_not_created();
                             self.not_created.borrow_mut().insert(tp.clone(), e.to_string());
                             return Err(e.into());
                         }
