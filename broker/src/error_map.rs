@@ -63,7 +63,7 @@ pub fn admin(e: &AdminError) -> ErrorCode {
     match e {
         AdminError::Controller(c) => controller(c),
         AdminError::Engine(e) => engine(e),
-        AdminError::PartitionsNotCreated { .. } => ErrorCode::KafkaStorageError,
+        AdminError::PartitionsNotCreated { .. } | AdminError::PartitionsNotAdded { .. } => ErrorCode::KafkaStorageError,
     }
 }
 

@@ -77,6 +77,36 @@ pub enum AdminError {
         tp: TopicPartition,
         reason: String,
     },
+    /// Some of the partitions added to a topic could not be created; what
+    /// is done with them follows from `kept`.
+    #[error("{count} of the partition(s) added to {topic} could not be created ({tp}: {reason}); {kept}")]
+    PartitionsNotAdded {
+        topic: String,
+        count: usize,
+        kept: Kept,
+        tp: TopicPartition,
+        reason: String,
+    },
+}
+
+/// What became of partitions added to a topic when some of them could not
+/// be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// All were taken back: the topic keeps the partitions it had.
+    Had(usize),
+    /// They stay listed (a cluster never shrinks a topic); the replica
+    /// broker that failed does not serve them.
+    Listed,
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kept::Had(n) => write!(f, "all were taken back and the topic keeps its {n}"),
+            Kept::Listed => write!(f, "they stay listed and that broker does not serve them"),
+        }
+    }
 }
 
 /// How long a clustered broker holds a client's request, at most, waiting
@@ -399,41 +429,52 @@ impl BrokerShard {
     }
 
     /// Carries out `op` on shard 0's store and installs the result on every
-    /// shard before returning.
+    /// shard before returning. A topic created, or partitions added, whose
+    /// logs could not all be created (open files, disk space, permissions)
+    /// are taken back whole and the answer says why.
     pub async fn admin(self: &Rc<Self>, op: AdminOp) -> Result<TopicMeta, AdminError> {
         if self.replicas.is_some() {
             return self.cluster_admin(op).await;
         }
-        let creating = match &op {
-            AdminOp::CreateTopic { name, .. } => Some(name.clone()),
-            _ => None,
-        };
         let handle = self.handle.clone();
-        let result = self
+        let applied = self
             .handle
             .submit(ShardId(0), move |zero: Rc<BrokerShard>| async move {
                 zero.admin_on_zero(op).await
             })
             .await
-            .map_err(AdminError::Engine)?;
-        let (topic, meta) = result?;
-        let Some(meta) = meta else { return Ok(topic) };
+            .map_err(AdminError::Engine)??;
+        let topic = applied.topic;
+        let Some(meta) = applied.meta else { return Ok(topic) };
         let not_created = broadcast(&handle, meta).await?;
-        match (creating, not_created.first()) {
-            (Some(name), Some((tp, reason))) => {
-                tracing::warn!(topic = %name, failed = not_created.len(), "removing a topic whose partitions could not all be created");
-                let (tp, reason, count) = (tp.clone(), reason.clone(), not_created.len());
+        let Some((tp, reason)) = not_created.first() else {
+            return Ok(topic);
+        };
+        let (tp, reason, count) = (tp.clone(), reason.clone(), not_created.len());
+        match applied.change {
+            Change::Created => {
+                tracing::warn!(topic = %topic.name, failed = count, "removing a topic whose partitions could not all be created");
                 self.undo_creation(&topic).await?;
                 Err(AdminError::PartitionsNotCreated {
-                    topic: name,
+                    topic: topic.name,
                     count,
                     tp,
                     reason,
                 })
             }
-            // Partitions added to a topic that could not be created stay
-            // listed (nothing shrinks a topic) and are not served.
-            _ => Ok(topic),
+            Change::Grown { from } => {
+                tracing::warn!(topic = %topic.name, failed = count, "removing the partitions that could not all be added");
+                self.undo_growth(&topic, from).await?;
+                Err(AdminError::PartitionsNotAdded {
+                    topic: topic.name,
+                    count,
+                    kept: Kept::Had(from),
+                    tp,
+                    reason,
+                })
+            }
+            // Other changes create no log.
+            Change::Other => Ok(topic),
         }
     }
 
@@ -442,12 +483,43 @@ impl BrokerShard {
     /// needs, when they ran out), then the store forgets the topic, then
     /// each partition's directory goes.
     async fn undo_creation(self: &Rc<Self>, topic: &TopicMeta) -> Result<(), AdminError> {
-        let tps: Vec<TopicPartition> = topic
-            .partitions
-            .iter()
-            .map(|p| TopicPartition::new(topic.name.clone(), p.partition))
-            .collect();
-        for tp in &tps {
+        let tps = partitions_of(topic, 0);
+        self.close_everywhere(&tps).await?;
+        Box::pin(self.admin(AdminOp::DeleteTopic {
+            name: topic.name.clone(),
+        }))
+        .await?;
+        self.remove_leftovers(tps).await
+    }
+
+    /// Undoes growing `topic` from `kept` partitions, in the order
+    /// [`Self::undo_creation`] follows: close the new logs, shrink the
+    /// store's topic back, install that everywhere, remove the directories.
+    async fn undo_growth(self: &Rc<Self>, topic: &TopicMeta, kept: usize) -> Result<(), AdminError> {
+        let tps = partitions_of(topic, kept);
+        self.close_everywhere(&tps).await?;
+        let name = topic.name.clone();
+        let meta = self
+            .handle
+            .submit(ShardId(0), move |zero: Rc<BrokerShard>| async move {
+                zero.remove_added_partitions_on_zero(&name, kept)
+            })
+            .await??;
+        broadcast(&self.handle, meta).await?;
+        self.remove_leftovers(tps).await
+    }
+
+    fn remove_added_partitions_on_zero(&self, name: &str, kept: usize) -> Result<Arc<ClusterMeta>, ControllerError> {
+        let store = self.store.as_ref();
+        assert!(store.is_some(), "admin operations run on shard 0");
+        let mut store = store.map(|s| s.borrow_mut()).unwrap_or_else(|| unreachable!());
+        store.remove_added_partitions(name, kept)?;
+        Ok(Arc::new(store.meta().clone()))
+    }
+
+    /// Closes each of `tps` on the shard that owns it.
+    async fn close_everywhere(self: &Rc<Self>, tps: &[TopicPartition]) -> Result<(), AdminError> {
+        for tp in tps {
             let tp = tp.clone();
             self.handle
                 .submit(
@@ -456,10 +528,11 @@ impl BrokerShard {
                 )
                 .await?;
         }
-        Box::pin(self.admin(AdminOp::DeleteTopic {
-            name: topic.name.clone(),
-        }))
-        .await?;
+        Ok(())
+    }
+
+    /// Removes what each of `tps` left on disk, on the shard that owns it.
+    async fn remove_leftovers(self: &Rc<Self>, tps: Vec<TopicPartition>) -> Result<(), AdminError> {
         for tp in tps {
             self.handle
                 .submit(self.owner(&tp), move |s: Rc<BrokerShard>| async move {
@@ -470,11 +543,11 @@ impl BrokerShard {
         Ok(())
     }
 
-    async fn admin_on_zero(&self, op: AdminOp) -> Result<(TopicMeta, Option<Arc<ClusterMeta>>), ControllerError> {
+    async fn admin_on_zero(&self, op: AdminOp) -> Result<Applied, ControllerError> {
         let store = self.store.as_ref();
         assert!(store.is_some(), "admin operations run on shard 0");
         let mut store = store.map(|s| s.borrow_mut()).unwrap_or_else(|| unreachable!());
-        let (topic, changed) = match op {
+        let (topic, changed, change) = match op {
             AdminOp::CreateTopic {
                 name,
                 placement,
@@ -483,24 +556,37 @@ impl BrokerShard {
             } => (
                 store.create_topic(&name, &placement, configs, validate_only)?,
                 !validate_only,
+                Change::Created,
             ),
-            AdminOp::DeleteTopic { name } => (store.delete_topic(&name)?, true),
+            AdminOp::DeleteTopic { name } => (store.delete_topic(&name)?, true, Change::Other),
             AdminOp::CreatePartitions {
                 name,
                 total,
                 assignment,
                 validate_only,
-            } => (
-                store.create_partitions(&name, total, assignment, validate_only)?,
-                !validate_only,
-            ),
+            } => {
+                let from = store.meta().topic(&name).map_or(0, |t| t.partitions.len());
+                (
+                    store.create_partitions(&name, total, assignment, validate_only)?,
+                    !validate_only,
+                    Change::Grown { from },
+                )
+            }
             AdminOp::AlterConfigs {
                 name,
                 ops,
                 validate_only,
-            } => (store.alter_configs(&name, &ops, validate_only)?, !validate_only),
+            } => (
+                store.alter_configs(&name, &ops, validate_only)?,
+                !validate_only,
+                Change::Other,
+            ),
         };
-        Ok((topic, changed.then(|| Arc::new(store.meta().clone()))))
+        Ok(Applied {
+            topic,
+            meta: changed.then(|| Arc::new(store.meta().clone())),
+            change,
+        })
     }
 
     /// Reserves the next block of producer ids in the embedded store
@@ -579,6 +665,35 @@ pub async fn apply_topic_configs_everywhere(handle: &ShardHandle<BrokerShard>) -
             .await?;
     }
     Ok(())
+}
+
+/// What an admin operation did to the embedded store.
+struct Applied {
+    topic: TopicMeta,
+    /// The store's new metadata, when it changed.
+    meta: Option<Arc<ClusterMeta>>,
+    change: Change,
+}
+
+/// Which logs an admin operation asked for, to take back if they could
+/// not all be created.
+enum Change {
+    Created,
+    /// Partitions added to a topic that had `from`.
+    Grown {
+        from: usize,
+    },
+    Other,
+}
+
+/// The partitions of `topic` numbered `from` and up.
+fn partitions_of(topic: &TopicMeta, from: usize) -> Vec<TopicPartition> {
+    topic
+        .partitions
+        .iter()
+        .filter(|p| p.partition as usize >= from)
+        .map(|p| TopicPartition::new(topic.name.clone(), p.partition))
+        .collect()
 }
 
 /// Partitions whose log could not be created, and why.

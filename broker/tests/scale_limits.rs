@@ -9,8 +9,12 @@
 //!   with KAFKA_STORAGE_ERROR and leaves nothing behind — no partition
 //!   directory, no metadata — and the broker keeps accepting connections
 //!   and creating topics that fit.
+//! - Partitions added to a topic that the broker cannot create whole are
+//!   refused the same way and taken back: the topic keeps what it had.
 //! - The same in a three-broker cluster, with the limit lowered on one of
 //!   the replica brokers: the topic is deleted again on every broker.
+//!   Partitions added there are refused too, but stay listed: a cluster
+//!   never shrinks a topic.
 
 mod common;
 
@@ -19,7 +23,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::{
-    acks_all_everywhere, consume_all, create_topic, metadata, produce, serial, wait_brokers, Cluster,
+    acks_all_everywhere, consume_all, create_partitions, create_topic, leaders_of, metadata, produce, serial,
+    wait_brokers, Cluster,
 };
 use common::Broker;
 
@@ -108,6 +113,50 @@ fn a_topic_that_cannot_be_created_whole_is_refused_and_leaves_nothing() {
     assert!(open_fds(pid) < limit, "descriptors released");
 }
 
+#[test]
+fn partitions_that_cannot_be_added_whole_are_refused_and_taken_back() {
+    let b = Broker::start(&[]);
+    let pid = b.child.as_ref().expect("running").id();
+    assert_eq!(create_topic(&b.bootstrap(), "grows", 2, 1, &[]), 0);
+    for p in 0..2 {
+        assert_eq!(produce(&b.bootstrap(), "grows", p, 1, b"before"), (0, 0));
+    }
+    // Room for about 50 more partitions (two descriptors each).
+    let limit = open_fds(pid) + 100;
+    set_open_files_limit(pid, limit);
+
+    let (code, message) = create_partitions(&b.bootstrap(), "grows", 200);
+    assert_eq!(code, 56, "KAFKA_STORAGE_ERROR: {message:?}");
+    let message = message.unwrap_or_default();
+    assert!(
+        message.contains("keeps its 2"),
+        "the answer says what is left: {message}"
+    );
+    let m = metadata(&b.bootstrap(), "grows").expect("metadata");
+    let t = m.topics.iter().find(|t| t.name == "grows").expect("listed");
+    assert_eq!(t.partitions.len(), 2, "the added partitions were taken back");
+    let left: Vec<String> = std::fs::read_dir(b.data_dir())
+        .expect("data dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("grows-") && n != "grows-0" && n != "grows-1")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // The old partitions keep their records and take more; the topic can
+    // still grow by what fits.
+    for p in 0..2 {
+        assert_eq!(produce(&b.bootstrap(), "grows", p, 1, b"after"), (0, 1));
+        let values: Vec<Vec<u8>> = consume_all(&b.bootstrap(), "grows", p)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(values, vec![b"before".to_vec(), b"after".to_vec()], "partition {p}");
+    }
+    assert_eq!(create_partitions(&b.bootstrap(), "grows", 6).0, 0);
+    assert_eq!(produce(&b.bootstrap(), "grows", 5, 1, b"new"), (0, 0));
+    assert!(open_fds(pid) < limit, "descriptors released");
+}
+
 /// In a cluster, a topic that one replica broker cannot create whole is
 /// refused the same way: the broker that took CreateTopics asks every
 /// replica broker whether it created its logs, and when one could not, it
@@ -193,4 +242,24 @@ fn in_a_cluster_a_topic_one_broker_cannot_create_is_refused_and_leaves_nothing()
     assert_eq!(create_topic(&first, "fits", 6, 3, &[]), 0);
     acks_all_everywhere(&cluster, "fits", 6, b"fits");
     assert!(open_fds(pid) < limit, "broker 2's descriptors released");
+
+    // Growing it past what broker 2 can create is refused too; the new
+    // partitions stay listed, and the old ones keep taking acks=all.
+    let leaders = leaders_of(&first, "fits", 6).expect("leaders");
+    let (code, message) = create_partitions(&first, "fits", 200);
+    assert_eq!(code, 56, "KAFKA_STORAGE_ERROR: {message:?}");
+    let message = message.unwrap_or_default();
+    assert!(message.contains("broker 2"), "the answer names the broker: {message}");
+    assert!(message.contains("stay listed"), "and says what is left: {message}");
+    let m = metadata(&first, "fits").expect("metadata");
+    let t = m.topics.iter().find(|t| t.name == "fits").expect("listed");
+    assert_eq!(t.partitions.len(), 200);
+    for (p, leader) in leaders.iter().enumerate() {
+        let at = cluster.broker_ref(*leader);
+        assert_eq!(
+            produce(&at.bootstrap(), "fits", p as i32, -1, b"still"),
+            (0, 1),
+            "partition {p}"
+        );
+    }
 }

@@ -151,6 +151,25 @@ impl EmbeddedStore {
         Ok(t)
     }
 
+    /// Takes back the partitions that growing topic `name` added, keeping
+    /// its first `keep` (the count before it grew): the undo of a
+    /// [`Self::create_partitions`] whose new logs could not all be created.
+    /// Only that undo shrinks a topic; its offsets never reached a client.
+    pub fn remove_added_partitions(&mut self, name: &str, keep: usize) -> Result<TopicMeta> {
+        let t = self
+            .meta
+            .topics
+            .get_mut(name)
+            .ok_or_else(|| ControllerError::UnknownTopic {
+                topic: name.to_string(),
+            })?;
+        assert!(keep >= 1, "a topic keeps at least one partition");
+        t.partitions.retain(|p| (p.partition as usize) < keep);
+        let t = t.clone();
+        self.save()?;
+        Ok(t)
+    }
+
     /// Applies config changes to a topic, all or nothing.
     pub fn alter_configs(&mut self, name: &str, ops: &[ConfigOp], validate_only: bool) -> Result<TopicMeta> {
         let t = self
@@ -337,5 +356,31 @@ mod tests {
             s.delete_topic("orders"),
             Err(ControllerError::UnknownTopic { .. })
         ));
+    }
+
+    #[test]
+    fn added_partitions_are_taken_back_and_stay_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = EmbeddedStore::open(dir.path(), broker()).unwrap();
+        s.create_topic("grown", &spread(2, 1), BTreeMap::new(), false).unwrap();
+        assert_eq!(
+            s.create_partitions("grown", 6, None, false).unwrap().partitions.len(),
+            6
+        );
+        let t = s.remove_added_partitions("grown", 2).unwrap();
+        let numbers: Vec<i32> = t.partitions.iter().map(|p| p.partition).collect();
+        assert_eq!(numbers, vec![0, 1]);
+        drop(s);
+        let mut s = EmbeddedStore::open(dir.path(), broker()).unwrap();
+        assert_eq!(s.meta().topic("grown").unwrap().partitions.len(), 2);
+        assert!(matches!(
+            s.remove_added_partitions("other", 1),
+            Err(ControllerError::UnknownTopic { .. })
+        ));
+        // The topic can grow again from where it was.
+        assert_eq!(
+            s.create_partitions("grown", 3, None, false).unwrap().partitions.len(),
+            3
+        );
     }
 }

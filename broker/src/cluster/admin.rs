@@ -12,7 +12,7 @@ use ferrite_controller::broker_config::BrokerEntity;
 use ferrite_controller::embedded::ConfigOp;
 
 use super::{BrokerConfigsRead, ClusterRequest, ClusterShared, TopicConfigs};
-use crate::shard::{AdminError, AdminOp, BrokerShard};
+use crate::shard::{AdminError, AdminOp, BrokerShard, Kept};
 
 /// The longest an admin request waits for its change to reach the metadata.
 const ADMIN_WAIT_MAX: Duration = Duration::from_secs(10);
@@ -33,29 +33,40 @@ impl BrokerShard {
         }
     }
 
-    /// Asks every replica broker of the new `topic` whether it created its
-    /// logs (`created_check.rs`); when one could not, deletes the topic
-    /// again and says which: nothing is left half-created.
-    async fn undo_if_not_created(
-        &self,
+    /// Asks each replica broker of `topic`'s partitions numbered `from` and
+    /// up whether it created its logs (`created_check.rs`): the first
+    /// broker that could not, if any.
+    async fn not_created(
         cluster: &std::sync::Arc<ClusterShared>,
         topic: &TopicMeta,
-    ) -> Result<(), AdminError> {
+        from: usize,
+    ) -> Option<super::created_check::NotCreated> {
         let replicas = topic
             .partitions
             .iter()
+            .filter(|p| p.partition as usize >= from)
             .map(|p| (p.partition, p.replicas.clone()))
             .collect();
         let t = topic.name.clone();
-        let failed = cluster
+        cluster
             .ask(|reply| ClusterRequest::ReplicasCreated {
                 topic: t,
                 replicas,
                 reply,
             })
             .await
-            .flatten();
-        let Some(failed) = failed else {
+            .flatten()
+    }
+
+    /// When a replica broker of the new `topic` could not create its logs,
+    /// deletes the topic again and says which: nothing is left
+    /// half-created.
+    async fn undo_if_not_created(
+        &self,
+        cluster: &std::sync::Arc<ClusterShared>,
+        topic: &TopicMeta,
+    ) -> Result<(), AdminError> {
+        let Some(failed) = Self::not_created(cluster, topic, 0).await else {
             return Ok(());
         };
         tracing::warn!(topic = %topic.name, broker = %failed.broker, tp = %failed.tp, count = failed.count,
@@ -69,6 +80,64 @@ impl BrokerShard {
         Err(AdminError::PartitionsNotCreated {
             topic: topic.name.clone(),
             count: failed.count,
+            tp: failed.tp,
+            reason: format!(
+                "broker {} could not create its replica's log (KAFKA_STORAGE_ERROR)",
+                failed.broker
+            ),
+        })
+    }
+
+    /// Grows topic `name` to `total` partitions and, unless only
+    /// validating, waits until they have leaders and asks their replica
+    /// brokers whether they created them. Partitions one could not create
+    /// stay listed (a ZooKeeper cluster never shrinks a topic, as Kafka's
+    /// does not); the answer says so.
+    async fn grow_topic(
+        &self,
+        cluster: &std::sync::Arc<ClusterShared>,
+        name: String,
+        total: i32,
+        assignment: Option<Vec<Vec<ferrite_controller::BrokerId>>>,
+        validate_only: bool,
+    ) -> Result<TopicMeta, AdminError> {
+        let from = self.meta().topic(&name).map_or(0, |t| t.partitions.len());
+        let n = name.clone();
+        cluster
+            .ask(|reply| ClusterRequest::CreatePartitions {
+                name: n,
+                total,
+                assignment,
+                validate_only,
+                reply,
+            })
+            .await
+            .ok_or_else(gone)??;
+        if !validate_only {
+            self.wait_for_metadata(|m| {
+                m.topic(&name).is_some_and(|t| {
+                    t.partitions.len() as i32 >= total && t.partitions.iter().all(|p| p.leader.is_some())
+                })
+            })
+            .await;
+        }
+        let meta = self.meta();
+        let topic = meta
+            .topic(&name)
+            .cloned()
+            .ok_or_else(|| AdminError::Controller(ControllerError::UnknownTopic { topic: name }))?;
+        if validate_only {
+            return Ok(topic);
+        }
+        let Some(failed) = Self::not_created(cluster, &topic, from).await else {
+            return Ok(topic);
+        };
+        tracing::warn!(topic = %topic.name, broker = %failed.broker, tp = %failed.tp, count = failed.count,
+            "partitions added to a topic could not all be created");
+        Err(AdminError::PartitionsNotAdded {
+            topic: topic.name,
+            count: failed.count,
+            kept: Kept::Listed,
             tp: failed.tp,
             reason: format!(
                 "broker {} could not create its replica's log (KAFKA_STORAGE_ERROR)",
@@ -131,27 +200,7 @@ impl BrokerShard {
                 total,
                 assignment,
                 validate_only,
-            } => {
-                let n = name.clone();
-                cluster
-                    .ask(|reply| ClusterRequest::CreatePartitions {
-                        name: n,
-                        total,
-                        assignment,
-                        validate_only,
-                        reply,
-                    })
-                    .await
-                    .ok_or_else(gone)??;
-                if !validate_only {
-                    self.wait_for_metadata(|m| m.topic(&name).is_some_and(|t| t.partitions.len() as i32 >= total))
-                        .await;
-                }
-                let meta = self.meta();
-                meta.topic(&name)
-                    .cloned()
-                    .ok_or_else(|| AdminError::Controller(ControllerError::UnknownTopic { topic: name }))
-            }
+            } => self.grow_topic(&cluster, name, total, assignment, validate_only).await,
             AdminOp::AlterConfigs {
                 name,
                 ops,

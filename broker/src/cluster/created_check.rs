@@ -83,7 +83,7 @@ async fn check_broker(to: &BrokerMeta, topic: &str, partitions: &[i32], deadline
     let mut correlation = 0i32;
     loop {
         if Instant::now() >= deadline {
-            tracing::warn!(broker = %to.id, topic, "could not tell whether every replica of the new topic was created");
+            tracing::warn!(broker = %to.id, topic, "could not tell whether every new replica of the topic was created");
             return Vec::new();
         }
         if conn.is_none() {

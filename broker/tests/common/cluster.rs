@@ -299,6 +299,18 @@ pub fn create_topic(bootstrap: &str, name: &str, partitions: i32, rf: i16, confi
     codec::decode_create_topics(&mut r).expect("decode")[0].1
 }
 
+/// CreatePartitions growing `name` to `total`: (error code, message).
+pub fn create_partitions(bootstrap: &str, name: &str, total: i32) -> (i16, Option<String>) {
+    let mut c = Connection::connect(bootstrap, "cluster-test").expect("connect");
+    let mut r = c
+        .call(37, codec::CREATE_PARTITIONS_V, |w| {
+            codec::create_partitions(w, name, total)
+        })
+        .expect("create partitions");
+    let (_, code, message) = codec::decode_create_partitions(&mut r).expect("decode").swap_remove(0);
+    (code, message)
+}
+
 pub fn produce(bootstrap: &str, topic: &str, partition: i32, acks: i16, value: &[u8]) -> (i16, i64) {
     let Ok(mut c) = Connection::connect(bootstrap, "cluster-test") else {
         return (-1, -1);
