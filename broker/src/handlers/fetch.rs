@@ -1,6 +1,8 @@
-//! Fetch: partitions are read in request order on their owning shards, within
-//! the response's `max_bytes` and each partition's limit; the first batch of
-//! the response is returned whole even when larger (KIP-74). Record bytes
+//! Fetch: partitions are read on their owning shards, within the response's
+//! `max_bytes` and each partition's limit, answering as a read in request
+//! order would (several at once when their limits allow, `fetch_once`);
+//! the first batch of the response is returned whole even when larger
+//! (KIP-74). Record bytes
 //! travel as file regions (a duplicated descriptor, sent later with
 //! sendfile) or cached batches — never copied into the response.
 //!
@@ -240,34 +242,42 @@ impl FetchPass {
         &mut self,
         shard: &Rc<BrokerShard>,
         f: &FetchRequest,
-        (ti, pi): (usize, usize),
+        at: (usize, usize),
         budget: &mut u64,
     ) {
+        let read = self.partition_read(f, at, *budget, self.bytes == 0).run(shard).await;
+        self.put(f, at, read, budget);
+    }
+
+    /// What reading partition `pi` of topic `ti` takes: at most its own
+    /// limit and `budget`; its whole first batch when `first`.
+    fn partition_read(&self, f: &FetchRequest, (ti, pi): (usize, usize), budget: u64, first: bool) -> PartitionRead {
         let t = &f.topics[ti];
         let p = &t.partitions[pi];
         let known = self
             .meta
             .topic(&t.topic)
             .is_some_and(|x| x.partition(p.partition).is_some());
-        let read = if !known {
-            PartRead {
-                error: ErrorCode::UnknownTopicOrPartition,
-                high_watermark: -1,
-                log_start: -1,
-                chunks: Vec::new(),
-                bytes: 0,
-                remote_seen: None,
-            }
-        } else {
-            let max = (p.partition_max_bytes.max(0) as u64).min(*budget) as usize;
-            let tp = TopicPartition::new(t.topic.clone(), p.partition);
-            let who = Requester {
+        if !known {
+            return PartitionRead::Unknown;
+        }
+        PartitionRead::Read {
+            tp: TopicPartition::new(t.topic.clone(), p.partition),
+            offset: p.fetch_offset,
+            max: partition_max(p.partition_max_bytes, budget),
+            first,
+            who: Requester {
                 replica: (f.replica_id >= 0).then_some(BrokerId(f.replica_id)),
                 current_leader_epoch: (p.current_leader_epoch >= 0).then_some(LeaderEpoch(p.current_leader_epoch)),
                 fetch_offset: p.fetch_offset,
-            };
-            read_on_owner(shard, tp, p.fetch_offset, max, self.bytes == 0, who).await
-        };
+            },
+        }
+    }
+
+    /// Puts what partition `pi` of topic `ti` read into the pass.
+    fn put(&mut self, f: &FetchRequest, (ti, pi): (usize, usize), read: PartRead, budget: &mut u64) {
+        let t = &f.topics[ti];
+        let p = &t.partitions[pi];
         self.any_error |= read.error != ErrorCode::None;
         if let Some((owner, seen)) = read.remote_seen {
             self.remote
@@ -286,6 +296,46 @@ impl FetchPass {
             log_start_offset: read.log_start,
             records: read.chunks,
         };
+    }
+}
+
+/// A partition's byte limit for one read: its own, within the budget.
+fn partition_max(partition_max_bytes: i32, budget: u64) -> usize {
+    (partition_max_bytes.max(0) as u64).min(budget) as usize
+}
+
+/// One partition's read, decided before it runs.
+enum PartitionRead {
+    /// Not in the metadata.
+    Unknown,
+    Read {
+        tp: TopicPartition,
+        offset: i64,
+        max: usize,
+        first: bool,
+        who: Requester,
+    },
+}
+
+impl PartitionRead {
+    async fn run(self, shard: &Rc<BrokerShard>) -> PartRead {
+        match self {
+            PartitionRead::Unknown => PartRead {
+                error: ErrorCode::UnknownTopicOrPartition,
+                high_watermark: -1,
+                log_start: -1,
+                chunks: Vec::new(),
+                bytes: 0,
+                remote_seen: None,
+            },
+            PartitionRead::Read {
+                tp,
+                offset,
+                max,
+                first,
+                who,
+            } => read_on_owner(shard, tp, offset, max, first, who).await,
+        }
     }
 }
 
@@ -311,17 +361,71 @@ pub(crate) fn unanswered(f: &FetchRequest) -> Vec<FetchTopicResponse> {
         .collect()
 }
 
-/// Reads every partition of `f`, in request order.
+/// Reads every partition of `f`, as if in request order.
+///
+/// When the partitions' own limits add up to no more than the response's
+/// budget, no read's limit depends on what the reads before it found, so
+/// they run together (`READS_CONCURRENT_MAX` at a time): a consumer
+/// catching up on eight partitions waits for its eight cold reads at once,
+/// not one after another. What they found is taken in request order, and
+/// a read whose answer would differ from the one-at-a-time order's is done
+/// again in that order: the first read that finds bytes may go past its
+/// limit to return a whole batch (KIP-74), so a partition that found
+/// nothing within its limit while none before it found anything is read
+/// again allowed a whole batch, and one that went past its limit or past
+/// what the budget has left is read again within them.
 async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
+    use futures::stream::StreamExt;
     let mut pass = FetchPass::new(shard, unanswered(f));
     let mut budget = response_budget(f);
-    for (ti, t) in f.topics.iter().enumerate() {
-        for pi in 0..t.partitions.len() {
-            pass.read(shard, f, (ti, pi), &mut budget).await;
+    let places: Places = f
+        .topics
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, t)| (0..t.partitions.len()).map(move |pi| (ti, pi)))
+        .collect();
+    let limits: u64 = f
+        .topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| p.partition_max_bytes.max(0) as u64)
+        .sum();
+    if places.len() < 2 || limits > budget {
+        for at in places {
+            pass.read(shard, f, at, &mut budget).await;
+        }
+        return pass;
+    }
+    let reads: Vec<PartitionRead> = places
+        .iter()
+        .enumerate()
+        .map(|(i, at)| pass.partition_read(f, *at, budget, i == 0))
+        .collect();
+    let mut found = futures::stream::iter(reads)
+        .map(|r| r.run(shard))
+        .buffered(READS_CONCURRENT_MAX);
+    for (i, at) in places.into_iter().enumerate() {
+        let Some(read) = found.next().await else { break };
+        let (ti, pi) = at;
+        let max = partition_max(f.topics[ti].partitions[pi].partition_max_bytes, budget) as u64;
+        let first_now = pass.bytes == 0;
+        // Something to read that did not fit (a consumer reads below the
+        // HW it is told; a follower may read past it).
+        let p = &f.topics[ti].partitions[pi];
+        let more_there = f.replica_id >= 0 || read.high_watermark > p.fetch_offset;
+        let nothing_but_could = first_now && i > 0 && read.bytes == 0 && read.error == ErrorCode::None && more_there;
+        let too_much = read.bytes > max && !(first_now && i == 0);
+        if nothing_but_could || too_much {
+            pass.read(shard, f, at, &mut budget).await;
+        } else {
+            pass.put(f, at, read, &mut budget);
         }
     }
     pass
 }
+
+/// Partition reads of one fetch that run at once, at most.
+const READS_CONCURRENT_MAX: usize = 16;
 
 /// Reads again only the partitions of `f` at `moved` (in request order),
 /// over a previous pass that found no bytes: the others' answers stand (a
