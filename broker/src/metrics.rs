@@ -72,6 +72,8 @@ thread_local! {
     static CROSS_SHARD_CALLS: metrics::Counter = metrics::counter!("ferrite_cross_shard_calls_total");
     static FETCH_BYTES_MEMORY: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "memory");
     static FETCH_BYTES_FILE: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "file");
+    static FILE_SENT_SENDFILE: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "sendfile");
+    static FILE_SENT_DIRECT: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "direct");
 }
 
 /// Where a fetch's bytes came from.
@@ -91,6 +93,17 @@ pub fn fetch_read(source: FetchSource, bytes: u64) {
     match source {
         FetchSource::Memory => FETCH_BYTES_MEMORY.with(|c| c.increment(bytes)),
         FetchSource::File => FETCH_BYTES_FILE.with(|c| c.increment(bytes)),
+    }
+}
+
+/// File-region bytes of fetch responses sent, by how: `sendfile` from the
+/// page cache, or read with O_DIRECT and sent from memory
+/// (`net/direct_read.rs`).
+pub fn file_sent(path: crate::net::direct_read::SendPath, bytes: u64) {
+    use crate::net::direct_read::SendPath;
+    match path {
+        SendPath::Sendfile => FILE_SENT_SENDFILE.with(|c| c.increment(bytes)),
+        SendPath::Direct => FILE_SENT_DIRECT.with(|c| c.increment(bytes)),
     }
 }
 

@@ -358,3 +358,79 @@ fn a_fetch_of_partitions_on_one_other_shard_crosses_once() {
         remote.len()
     );
 }
+
+/// Drops the page-cache pages of every file in `dir` (they are clean).
+fn evict_from_page_cache(dir: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    for entry in std::fs::read_dir(dir).expect("partition directory") {
+        let file = std::fs::File::open(entry.expect("entry").path()).expect("open");
+        // SAFETY: an advice call on an open descriptor.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0, "posix_fadvise");
+    }
+}
+
+/// Segments are written with O_DIRECT, so after a restart a backlog is not
+/// in the page cache: its first read goes with O_DIRECT into memory
+/// (`ferrite.fetch.cold.reads=direct`), a second through the page cache,
+/// and both return the same bytes as the batch cache did before.
+#[test]
+fn a_cold_region_is_read_directly_once_then_through_the_page_cache() {
+    let metrics_port = free_port();
+    let mut b = Broker::start(&[&format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}")]);
+    let mut c = Client::connect(b.addr());
+    // Batches of 100 KB: header reads cache a few pages of the region, not
+    // all of it.
+    for i in 0..6u8 {
+        let value = vec![i; 100_000];
+        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[&value]));
+        let req = km::ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+                .with_name(TopicName(s("cold")))
+                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch))])]);
+        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
+    }
+    let fetch_from = |offset: i64| {
+        km::FetchRequest::default()
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![km::fetch_request::FetchTopic::default()
+                .with_topic(TopicName(s("cold")))
+                .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(1 << 20)])])
+    };
+    let records = |c: &mut Client, offset: i64| {
+        let r = c.call(&fetch_from(offset), 12);
+        assert_eq!(r.responses[0].partitions[0].error_code, 0);
+        r.responses[0].partitions[0].records.clone().unwrap_or_default()
+    };
+    let from_memory = records(&mut c, 0);
+    assert!(from_memory.len() > 600_000, "{}", from_memory.len());
+    drop(c);
+    b.stop();
+    b.spawn();
+    // Opening the partition (at its first use) reads the segment's tail;
+    // out of the page cache with it.
+    let mut c = Client::connect(b.addr());
+    assert!(records(&mut c, 6).is_empty());
+    evict_from_page_cache(&b.data_dir().join("cold-0"));
+    let sent = |path: &str| {
+        let text = scrape(metrics_port);
+        value(
+            &text,
+            &format!("ferrite_fetch_file_sent_bytes_total{{path=\"{path}\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let bytes = from_memory.len() as f64;
+    assert_eq!(records(&mut c, 0), from_memory, "read directly");
+    assert_eq!((sent("direct"), sent("sendfile")), (bytes, 0.0));
+    assert_eq!(records(&mut c, 0), from_memory, "read again");
+    assert_eq!((sent("direct"), sent("sendfile")), (bytes, bytes));
+    assert_eq!(records(&mut c, 0), from_memory, "and again");
+    assert_eq!((sent("direct"), sent("sendfile")), (bytes, 2.0 * bytes));
+}

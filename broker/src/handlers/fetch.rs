@@ -10,7 +10,7 @@
 //! for a signal from one of its partitions (`fetch_wait.rs`), then reads
 //! again, until `max_wait_ms` passes.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -160,6 +160,12 @@ async fn read_on_owner(
                         source: e,
                     })?;
                     vec![Chunk::File(FileChunk {
+                        path: crate::net::direct_read::path_for(
+                            s.config.fetch_cold_reads,
+                            fd.as_raw_fd(),
+                            region.position,
+                            region.len,
+                        ),
                         fd,
                         position: region.position,
                         len: region.len,

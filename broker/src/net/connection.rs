@@ -22,6 +22,7 @@ use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
+use super::direct_read::{DirectReads, SendPath};
 use super::sequence::{Ordering, Sequencer};
 use super::{gather, recv, sendfile};
 use crate::handlers::{self, Reply};
@@ -142,7 +143,8 @@ fn frame_capacity(size: usize, len: usize, queued: usize) -> usize {
 const REPLIES_GATHERED_MAX: usize = 16;
 
 /// Writes `replies` in order: their in-memory chunks gathered into as few
-/// sends as possible, a file region by sendfile. A `Reply::Close` ends the
+/// sends as possible, a file region by sendfile or read directly
+/// (`direct_read.rs`). A `Reply::Close` ends the
 /// connection after the replies before it are written.
 async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
     w: &mut W,
@@ -173,15 +175,21 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
             }
             Reply::Response { chunks, .. } => chunks,
         };
+        let mut reads = DirectReads::start(chunks).await;
         gathered.push(prefix);
-        for c in chunks {
+        for (i, c) in chunks.iter().enumerate() {
             match c {
                 Chunk::Bytes(b) => gathered.push(b),
                 Chunk::File(f) => {
                     gather::send_all(w, sock, &gathered).await?;
                     gathered.clear();
-                    w.flush().await?;
-                    sendfile::send_chunk(sock, f).await?;
+                    if reads.is_direct(i) {
+                        reads.send(w, sock, f.len).await?;
+                    } else {
+                        w.flush().await?;
+                        sendfile::send_chunk(sock, f).await?;
+                        crate::metrics::file_sent(SendPath::Sendfile, f.len);
+                    }
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! Listeners and connections.
 
 pub mod connection;
+pub mod direct_read;
 pub mod gather;
 pub mod recv;
 pub mod sendfile;

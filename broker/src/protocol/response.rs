@@ -17,6 +17,18 @@ pub struct FileChunk {
     pub fd: OwnedFd,
     pub position: u64,
     pub len: u64,
+    /// How the region is to be sent, as the partition's shard judged it.
+    pub path: SendPath,
+}
+
+/// How a file region is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendPath {
+    /// `sendfile(2)`, from the page cache.
+    Sendfile,
+    /// Read with O_DIRECT into memory and sent from there, when the sending
+    /// shard has the memory (`net/direct_read.rs`).
+    Direct,
 }
 
 #[derive(Debug)]
