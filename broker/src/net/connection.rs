@@ -184,7 +184,7 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
                     gather::send_all(w, sock, &gathered).await?;
                     gathered.clear();
                     if reads.is_direct(i) {
-                        reads.send(w, sock, f.len).await?;
+                        reads.send(w, sock, f).await?;
                     } else {
                         w.flush().await?;
                         sendfile::send_chunk(sock, f).await?;

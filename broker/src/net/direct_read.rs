@@ -25,6 +25,8 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
+
+use futures_lite::AsyncWriteExt;
 use std::rc::Rc;
 
 use glommio::io::{DmaFile, ReadResult};
@@ -46,6 +48,8 @@ const _: () = assert!(PIECE_BYTES * PIECES_AHEAD as u64 <= DIRECT_READ_BYTES_MAX
 thread_local! {
     /// Bytes this shard's direct reads hold.
     static HELD: Cell<u64> = const { Cell::new(0) };
+    /// Set when a direct read failed on this shard: no more are tried.
+    static BROKEN: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The cached page count of `[pos, pos + len)` of `fd` against its page
@@ -109,7 +113,9 @@ pub fn path_for(cold: SendPath, fd: i32, pos: u64, len: u64) -> SendPath {
 
 /// Whether the sending shard has memory for a direct read of `chunk`.
 pub fn direct_now(chunk: &FileChunk) -> bool {
-    chunk.path == SendPath::Direct && HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX
+    chunk.path == SendPath::Direct
+        && !BROKEN.with(|b| b.get())
+        && HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX
 }
 
 /// A file, by device and inode.
@@ -198,7 +204,8 @@ pub struct DirectReads {
     direct: Vec<bool>,
     /// Pieces still to start: (file, position, length).
     waiting: VecDeque<(Rc<DmaFile>, u64, u64)>,
-    started: VecDeque<glommio::task::JoinHandle<std::io::Result<Piece>>>,
+    /// Pieces read or being read: (position, length, read).
+    started: VecDeque<(u64, u64, glommio::task::JoinHandle<std::io::Result<Piece>>)>,
 }
 
 impl DirectReads {
@@ -264,35 +271,49 @@ impl DirectReads {
                 Ok(Piece { bytes, _held: held })
             })
             .detach();
-            self.started.push_back(task);
+            self.started.push_back((pos, len, task));
         }
     }
 
-    /// The next piece, in order.
-    async fn next(&mut self) -> std::io::Result<Piece> {
-        let Some(task) = self.started.pop_front() else {
-            return Err(std::io::Error::other("no direct read left"));
-        };
+    /// The next piece, in order: its position and length, and its bytes.
+    async fn next(&mut self) -> Option<(u64, u64, std::io::Result<Piece>)> {
+        let (pos, len, task) = self.started.pop_front()?;
         let piece = task
             .await
             .unwrap_or_else(|| Err(std::io::Error::other("direct read cancelled")));
         self.refill();
-        piece
+        Some((pos, len, piece))
     }
 
-    /// Sends the next `len` bytes read (a chunk's, in order) on `sock`,
-    /// the descriptor of `w`.
+    /// Sends `chunk` (the next of the response's direct chunks) on `sock`,
+    /// the descriptor of `w`, from the pieces read. A piece whose read
+    /// failed goes by `sendfile`, and the shard reads no more directly
+    /// (the filesystem may not take O_DIRECT reads as it took the writes).
     pub async fn send<W: futures_lite::AsyncWrite + Unpin>(
         &mut self,
         w: &mut W,
         sock: i32,
-        len: u64,
+        chunk: &FileChunk,
     ) -> std::io::Result<()> {
-        for _ in 0..len.div_ceil(PIECE_BYTES) {
-            let piece = self.next().await?;
-            super::gather::send_all(w, sock, &[&piece.bytes]).await?;
+        for _ in 0..chunk.len.div_ceil(PIECE_BYTES) {
+            let Some((pos, len, piece)) = self.next().await else {
+                return Err(std::io::Error::other("a direct read is missing"));
+            };
+            match piece {
+                Ok(piece) => {
+                    super::gather::send_all(w, sock, &[&piece.bytes]).await?;
+                    crate::metrics::file_sent(SendPath::Direct, len);
+                }
+                Err(e) => {
+                    if !BROKEN.with(|b| b.replace(true)) {
+                        tracing::warn!(error = %e, "a direct read failed; this shard sends file regions by sendfile from now on");
+                    }
+                    w.flush().await?;
+                    super::sendfile::send_region(sock, chunk.fd.as_raw_fd(), pos, len).await?;
+                    crate::metrics::file_sent(SendPath::Sendfile, len);
+                }
+            }
         }
-        crate::metrics::file_sent(SendPath::Direct, len);
         Ok(())
     }
 }
@@ -300,7 +321,7 @@ impl DirectReads {
 /// Cancels the reads of a response whose send failed.
 impl Drop for DirectReads {
     fn drop(&mut self) {
-        for t in self.started.drain(..) {
+        for (_, _, t) in self.started.drain(..) {
             t.cancel();
         }
     }

@@ -47,14 +47,19 @@ pub fn limit_blocking_sends(sock: RawFd) -> std::io::Result<()> {
 
 /// Sends all of `chunk` to the (non-blocking) socket `sock`.
 pub async fn send_chunk(sock: RawFd, chunk: &FileChunk) -> std::io::Result<()> {
-    let file = chunk.fd.as_raw_fd();
-    let end = chunk.position + chunk.len;
-    let mut at = chunk.position;
+    send_region(sock, chunk.fd.as_raw_fd(), chunk.position, chunk.len).await
+}
+
+/// Sends `[position, position + len)` of `file`, which must stay open
+/// until this returns, to the socket `sock`.
+pub async fn send_region(sock: RawFd, file: RawFd, position: u64, len: u64) -> std::io::Result<()> {
+    let end = position + len;
+    let mut at = position;
     let mut last_progress = Instant::now();
     while at < end {
         let (pos, len) = (at, (end - at).min(SENDFILE_CALL_BYTES_MAX));
         // Both descriptors outlive the call: the socket belongs to the
-        // connection awaiting it, the file to `chunk`.
+        // connection awaiting it, the file to the caller.
         let sent = glommio::executor()
             .spawn_blocking(move || sendfile_bounded(sock, file, pos, len))
             .await?;
