@@ -154,6 +154,10 @@ pub struct BrokerShard {
     pub producer_ids: ProducerIds,
     /// Produce responses answered (for `ferrite.fault.produce.drop.response.every`).
     produce_answers: Cell<u64>,
+    /// On shard 0 of a standalone broker: one admin change at a time, from
+    /// the store through every shard's logs to its undo, so that an undo
+    /// takes back only what its own change made.
+    admin_turn: glommio::sync::Semaphore,
     /// The settings in force: `config` with the dynamic broker configs over it.
     live: RefCell<Rc<LiveConfig>>,
 }
@@ -175,6 +179,7 @@ impl BrokerShard {
             groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
             producer_ids: ProducerIds::default(),
             produce_answers: Cell::new(0),
+            admin_turn: glommio::sync::Semaphore::new(1),
             live: RefCell::new(Rc::new(LiveConfig::compose(&config, meta.broker_configs.clone()))),
             config,
             logs,
@@ -436,21 +441,37 @@ impl BrokerShard {
         if self.replicas.is_some() {
             return self.cluster_admin(op).await;
         }
-        let handle = self.handle.clone();
-        let applied = self
-            .handle
-            .submit(ShardId(0), move |zero: Rc<BrokerShard>| async move {
-                zero.admin_on_zero(op).await
-            })
-            .await
-            .map_err(AdminError::Engine)??;
+        self.run_on(ShardId(0), move |zero: Rc<BrokerShard>| async move {
+            let _turn = zero.admin_turn.acquire_permit(1).await.map_err(|e| {
+                AdminError::Controller(ControllerError::Unavailable {
+                    reason: format!("admin changes stopped: {e}"),
+                })
+            })?;
+            zero.admin_in_turn(op).await
+        })
+        .await?
+    }
+
+    /// [`Self::admin`] on shard 0, holding the admin turn.
+    async fn admin_in_turn(self: &Rc<Self>, op: AdminOp) -> Result<TopicMeta, AdminError> {
+        let applied = self.admin_on_zero(op).await?;
         let topic = applied.topic;
         let Some(meta) = applied.meta else { return Ok(topic) };
-        let not_created = broadcast(&handle, meta).await?;
-        let Some((tp, reason)) = not_created.first() else {
+        let not_created = broadcast(&self.handle, meta).await?;
+        // Only this change's partitions: another topic's partition held
+        // offline fails every installation, and is not this change's doing.
+        let from = match applied.change {
+            Change::Grown { from } => from,
+            Change::Created | Change::Other => 0,
+        };
+        let ours: NotCreated = not_created
+            .into_iter()
+            .filter(|(tp, _)| tp.topic == topic.name && tp.partition as usize >= from)
+            .collect();
+        let Some((tp, reason)) = ours.first() else {
             return Ok(topic);
         };
-        let (tp, reason, count) = (tp.clone(), reason.clone(), not_created.len());
+        let (tp, reason, count) = (tp.clone(), reason.clone(), ours.len());
         match applied.change {
             Change::Created => {
                 tracing::warn!(topic = %topic.name, failed = count, "removing a topic whose partitions could not all be created");
@@ -485,7 +506,7 @@ impl BrokerShard {
     async fn undo_creation(self: &Rc<Self>, topic: &TopicMeta) -> Result<(), AdminError> {
         let tps = partitions_of(topic, 0);
         self.close_everywhere(&tps).await?;
-        Box::pin(self.admin(AdminOp::DeleteTopic {
+        Box::pin(self.admin_in_turn(AdminOp::DeleteTopic {
             name: topic.name.clone(),
         }))
         .await?;
@@ -498,13 +519,7 @@ impl BrokerShard {
     async fn undo_growth(self: &Rc<Self>, topic: &TopicMeta, kept: usize) -> Result<(), AdminError> {
         let tps = partitions_of(topic, kept);
         self.close_everywhere(&tps).await?;
-        let name = topic.name.clone();
-        let meta = self
-            .handle
-            .submit(ShardId(0), move |zero: Rc<BrokerShard>| async move {
-                zero.remove_added_partitions_on_zero(&name, kept)
-            })
-            .await??;
+        let meta = self.remove_added_partitions_on_zero(&topic.name, kept)?;
         broadcast(&self.handle, meta).await?;
         self.remove_leftovers(tps).await
     }

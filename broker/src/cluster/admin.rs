@@ -116,7 +116,11 @@ impl BrokerShard {
         if !validate_only {
             self.wait_for_metadata(|m| {
                 m.topic(&name).is_some_and(|t| {
-                    t.partitions.len() as i32 >= total && t.partitions.iter().all(|p| p.leader.is_some())
+                    t.partitions.len() as i32 >= total
+                        && t.partitions
+                            .iter()
+                            .filter(|p| p.partition as usize >= from)
+                            .all(|p| p.leader.is_some())
                 })
             })
             .await;

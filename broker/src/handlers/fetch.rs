@@ -396,7 +396,10 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
         .flat_map(|t| &t.partitions)
         .map(|p| p.partition_max_bytes.max(0) as u64)
         .sum();
-    if places.len() < 2 || limits > budget {
+    // A follower's empty read tells nothing of what lies past the high
+    // watermark, so it could not be told from one that did not fit:
+    // followers read one partition at a time.
+    if places.len() < 2 || limits > budget || f.replica_id >= 0 {
         for at in places {
             pass.read(shard, f, at, &mut budget).await;
         }
@@ -416,9 +419,9 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
         let max = partition_max(f.topics[ti].partitions[pi].partition_max_bytes, budget) as u64;
         let first_now = pass.bytes == 0;
         // Something to read that did not fit (a consumer reads below the
-        // HW it is told; a follower may read past it).
+        // high watermark it is told).
         let p = &f.topics[ti].partitions[pi];
-        let more_there = f.replica_id >= 0 || read.high_watermark > p.fetch_offset;
+        let more_there = read.high_watermark > p.fetch_offset;
         let nothing_but_could = first_now && i > 0 && read.bytes == 0 && read.error == ErrorCode::None && more_there;
         let too_much = read.bytes > max && !(first_now && i == 0);
         if nothing_but_could || too_much {

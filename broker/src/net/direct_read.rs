@@ -261,13 +261,7 @@ impl DirectReads {
             };
             let held = Held::take(len);
             let task = glommio::spawn_local(async move {
-                let bytes = file.read_at(pos, len as usize).await.map_err(std::io::Error::from)?;
-                if (bytes.len() as u64) < len {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "file region ends before its length",
-                    ));
-                }
+                let bytes = read_exactly(&file, pos, len).await?;
                 Ok(Piece { bytes, _held: held })
             })
             .detach();
@@ -287,8 +281,8 @@ impl DirectReads {
 
     /// Sends `chunk` (the next of the response's direct chunks) on `sock`,
     /// the descriptor of `w`, from the pieces read. A piece whose read
-    /// failed goes by `sendfile`, and the shard reads no more directly
-    /// (the filesystem may not take O_DIRECT reads as it took the writes).
+    /// failed goes by `sendfile`; if it failed because the filesystem does
+    /// not take O_DIRECT reads (EINVAL), the shard reads no more directly.
     pub async fn send<W: futures_lite::AsyncWrite + Unpin>(
         &mut self,
         w: &mut W,
@@ -301,11 +295,12 @@ impl DirectReads {
             };
             match piece {
                 Ok(piece) => {
-                    super::gather::send_all(w, sock, &[&piece.bytes]).await?;
+                    send_within_stall_limit(w, sock, &piece.bytes).await?;
                     crate::metrics::file_sent(SendPath::Direct, len);
                 }
                 Err(e) => {
-                    if !BROKEN.with(|b| b.replace(true)) {
+                    // EINVAL: the filesystem does not take O_DIRECT reads.
+                    if e.kind() == std::io::ErrorKind::InvalidInput && !BROKEN.with(|b| b.replace(true)) {
                         tracing::warn!(error = %e, "a direct read failed; this shard sends file regions by sendfile from now on");
                     }
                     w.flush().await?;
@@ -316,6 +311,41 @@ impl DirectReads {
         }
         Ok(())
     }
+}
+
+/// Sends `bytes` on `sock` (the descriptor of `w`), giving up on a client
+/// that takes none of them for `SEND_STALL_MS_MAX`, as `sendfile` does.
+async fn send_within_stall_limit<W: futures_lite::AsyncWrite + Unpin>(
+    w: &mut W,
+    sock: i32,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let stall = std::time::Duration::from_millis(super::sendfile::SEND_STALL_MS_MAX);
+    futures_lite::future::or(super::gather::send_all(w, sock, &[bytes]), async {
+        glommio::timer::sleep(stall).await;
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "client stopped reading",
+        ))
+    })
+    .await
+}
+
+/// Reads `[pos, pos + len)` of `file` with aligned O_DIRECT reads: all of
+/// it, or an error (a file cut short meanwhile reads short, and what the
+/// buffer holds past the read is not the file's).
+async fn read_exactly(file: &DmaFile, pos: u64, len: u64) -> std::io::Result<ReadResult> {
+    let start = file.align_down(pos);
+    let skip = (pos - start) as usize;
+    let size = file.align_up(pos + len - start) as usize;
+    let read = file.read_at_aligned(start, size).await.map_err(std::io::Error::from)?;
+    if read.len() < skip + len as usize {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "file region ends before its length",
+        ));
+    }
+    ReadResult::slice(&read, skip, len as usize).ok_or_else(|| std::io::Error::other("direct read slice"))
 }
 
 /// Cancels the reads of a response whose send failed.
