@@ -11,6 +11,8 @@
 //!   and creating topics that fit.
 //! - Partitions added to a topic that the broker cannot create whole are
 //!   refused the same way and taken back: the topic keeps what it had.
+//! - A partition held offline elsewhere does not make other topics'
+//!   creation or growth look failed.
 //! - The same in a three-broker cluster, with the limit lowered on one of
 //!   the replica brokers: the topic is deleted again on every broker.
 //!   Partitions added there are refused too, but stay listed: a cluster
@@ -155,6 +157,34 @@ fn partitions_that_cannot_be_added_whole_are_refused_and_taken_back() {
     assert_eq!(create_partitions(&b.bootstrap(), "grows", 6).0, 0);
     assert_eq!(produce(&b.bootstrap(), "grows", 5, 1, b"new"), (0, 0));
     assert!(open_fds(pid) < limit, "descriptors released");
+}
+
+/// A partition held offline (its segment could not be opened at start)
+/// fails every metadata installation on its shard; that is not the doing
+/// of a topic created or grown later, which is created as usual.
+#[test]
+fn an_offline_partition_does_not_undo_other_topics() {
+    let mut b = Broker::start(&[]);
+    assert_eq!(create_topic(&b.bootstrap(), "broken", 1, 1, &[]), 0);
+    assert_eq!(produce(&b.bootstrap(), "broken", 0, 1, b"x"), (0, 0));
+    b.stop();
+    // A segment that cannot be opened: a directory where its file was.
+    let dir = b.data_dir().join("broken-0");
+    let log = std::fs::read_dir(&dir)
+        .expect("partition directory")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .expect("a segment");
+    std::fs::remove_file(&log).expect("remove segment");
+    std::fs::create_dir(&log).expect("a directory in its place");
+    b.spawn();
+    assert_eq!(create_topic(&b.bootstrap(), "fine", 4, 1, &[]), 0);
+    assert_eq!(create_partitions(&b.bootstrap(), "fine", 6).0, 0);
+    for p in 0..6 {
+        assert_eq!(produce(&b.bootstrap(), "fine", p, 1, b"y"), (0, 0), "partition {p}");
+    }
+    assert!(b.log_text().contains("broken-0"), "the offline partition is logged");
 }
 
 /// In a cluster, a topic that one replica broker cannot create whole is
