@@ -29,6 +29,7 @@ mod block_layout;
 pub mod checkpoint;
 pub mod clock;
 pub mod compression;
+pub mod doomed_dirs;
 pub mod error;
 pub mod fifo;
 pub mod file_cache;

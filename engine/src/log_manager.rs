@@ -8,7 +8,7 @@
 //! | setting                                   | default | task |
 //! |-------------------------------------------|---------|------|
 //! | `log.retention.check.interval.ms`         | 300000  | apply `retention.ms` / `retention.bytes` |
-//! | `log.flush.scheduler.interval.ms`         | 1000    | flush logs whose `flush.ms` is due |
+//! | `log.flush.scheduler.interval.ms`         | 1000    | flush logs whose `flush.ms` is due; retry removing deleted partitions' directories ([`crate::doomed_dirs`]) |
 //! | `log.flush.offset.checkpoint.interval.ms` | 60000   | write each log's checkpoint (recovery point, log start) |
 //!
 //! (Kafka's default for the flush scheduler is "never", which makes
@@ -24,6 +24,7 @@ use futures::StreamExt;
 
 use crate::batch_cache::CacheBudget;
 use crate::clock::Clock;
+use crate::doomed_dirs::{doomed_name, DoomedDirs};
 use crate::error::{EngineError, Result};
 use crate::file_cache::{FileCache, FileCacheStats};
 use crate::log::PartitionLog;
@@ -113,6 +114,8 @@ pub struct LogManager {
     /// Partitions that failed to open, and why. They stay offline: nothing
     /// is created over their files.
     offline: RefCell<BTreeMap<TopicPartition, String>>,
+    /// Deleted partitions' directories not removed yet.
+    doomed: DoomedDirs,
     stopping: Cell<bool>,
     tasks: RefCell<Vec<glommio::task::JoinHandle<()>>>,
 }
@@ -148,9 +151,13 @@ impl LogManager {
             file_cache,
             logs: RefCell::new(BTreeMap::new()),
             offline: RefCell::new(BTreeMap::new()),
+            doomed: DoomedDirs::default(),
             stopping: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
         });
+        manager
+            .doomed
+            .sweep(&manager.config.data_dir, |tp| shard_for(tp, shard_count) == shard);
         let mine: Vec<(TopicPartition, OpenParams)> = manager
             .partitions_on_disk()?
             .into_iter()
@@ -347,22 +354,40 @@ impl LogManager {
         Ok(true)
     }
 
-    /// Removes a partition: forgets its log and deletes its directory.
+    /// Removes a partition: forgets its log (served or offline) and
+    /// deletes its directory, also one a failed creation left behind.
+    /// The directory is renamed out of the partition's name first
+    /// ([`crate::doomed_dirs`]), so a removal that fails (no descriptor
+    /// left) is tried again later and never leaves data a restart or a new
+    /// topic of the same name would pick up. `false` when there was
+    /// nothing to delete.
     pub async fn delete(&self, tp: &TopicPartition) -> Result<bool> {
-        if self.offline.borrow_mut().remove(tp).is_some() {
-            let dir = self.partition_dir(tp);
-            std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io("delete partition directory", &dir, e))?;
-            return Ok(true);
+        let was_offline = self.offline.borrow_mut().remove(tp).is_some();
+        if let Some(log) = self.logs.borrow_mut().remove(tp) {
+            log.closed.set(true);
         }
-        let Some(log) = self.logs.borrow_mut().remove(tp) else {
-            return Ok(false);
-        };
-        log.closed.set(true);
-        let dir = log.dir().to_path_buf();
-        drop(log);
-        std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io("delete partition directory", &dir, e))?;
+        let dir = self.partition_dir(tp);
+        if !dir.exists() {
+            return Ok(was_offline);
+        }
+        let doomed = self.config.data_dir.join(doomed_name(tp));
+        if let Err(e) = std::fs::rename(&dir, &doomed) {
+            // Held offline: nothing is created over it, and deleting the
+            // partition again tries again.
+            self.offline.borrow_mut().insert(
+                tp.clone(),
+                format!("deleted, but its directory could not be renamed ({e})"),
+            );
+            return Err(EngineError::io("rename deleted partition directory", &dir, e));
+        }
+        self.doomed.remove(doomed);
         crate::checkpoint::sync_dir(&self.config.data_dir).await?;
         Ok(true)
+    }
+
+    /// Deleted partitions' directories waiting to be removed again.
+    pub fn doomed_dirs_left(&self) -> usize {
+        self.doomed.len()
     }
 
     fn snapshot(&self) -> Vec<Rc<PartitionLog>> {
@@ -427,7 +452,10 @@ impl LogManager {
                     }
                     match task {
                         Task::Retention => me.run_retention().await,
-                        Task::Flush => me.run_flush_check().await,
+                        Task::Flush => {
+                            me.doomed.retry();
+                            me.run_flush_check().await
+                        }
                         Task::Checkpoint => me.run_checkpoints().await,
                     }
                 }

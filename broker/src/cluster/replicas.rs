@@ -214,20 +214,10 @@ impl ShardReplicas {
         if !delete {
             return Ok(());
         }
-        let tracked = shard.logs.get(tp).is_some() || shard.logs.offline().iter().any(|(t, _)| t == tp);
-        // Untracked: what a creation that failed may have left on disk.
-        let deleted = match tracked {
-            true => shard.logs.delete(tp).await.map(|_| ()),
-            false => shard.logs.remove_leftover(tp).await.map(|_| ()),
-        };
-        if let Err(e) = deleted {
-            // Most likely no descriptor was left to read the directory
-            // with (the limit that failed its creation): the partition is
-            // forgotten already, its directory goes once one is free.
-            tracing::warn!(tp = %tp, error = %e, "partition directory not deleted; trying again every second");
-            remove_later(shard.logs.clone(), tp.clone());
-            return Err(e.into());
-        }
+        // Also removes what a creation that failed may have left on disk;
+        // a removal that fails (no descriptor left, the limit that failed
+        // the creation) is tried again by the log manager.
+        shard.logs.delete(tp).await?;
         Ok(())
     }
 
@@ -287,21 +277,4 @@ impl ShardReplicas {
             }
         }
     }
-}
-
-/// Tries every second, for a minute at most, to remove what is left of
-/// deleted partition `tp` on disk (nothing once a new log of it is
-/// served).
-fn remove_later(logs: Rc<ferrite_engine::log_manager::LogManager>, tp: TopicPartition) {
-    const TRIES_MAX: u32 = 60;
-    glommio::spawn_local(async move {
-        for _ in 0..TRIES_MAX {
-            glommio::timer::sleep(std::time::Duration::from_secs(1)).await;
-            if logs.remove_leftover(&tp).await.is_ok() {
-                return;
-            }
-        }
-        tracing::error!(tp = %tp, "partition directory still not deleted after a minute; remove it by hand");
-    })
-    .detach();
 }

@@ -113,9 +113,13 @@ pub fn path_for(cold: SendPath, fd: i32, pos: u64, len: u64) -> SendPath {
 
 /// Whether the sending shard has memory for a direct read of `chunk`.
 pub fn direct_now(chunk: &FileChunk) -> bool {
-    chunk.path == SendPath::Direct
-        && !BROKEN.with(|b| b.get())
-        && HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX
+    chunk.path == SendPath::Direct && !BROKEN.with(|b| b.get()) && room_for_a_piece()
+}
+
+/// Whether this shard's direct reads can take one more piece within
+/// `DIRECT_READ_BYTES_MAX`.
+fn room_for_a_piece() -> bool {
+    HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX
 }
 
 /// A file, by device and inode.
@@ -252,8 +256,7 @@ impl DirectReads {
     /// read memory is taken, keeping one at least).
     fn refill(&mut self) {
         while self.started.len() < PIECES_AHEAD {
-            let room = HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX;
-            if !room && !self.started.is_empty() {
+            if !room_for_a_piece() && !self.started.is_empty() {
                 return;
             }
             let Some((file, pos, len)) = self.waiting.pop_front() else {
