@@ -34,6 +34,10 @@ struct PartRead {
     log_start: i64,
     chunks: Vec<Chunk>,
     bytes: u64,
+    /// What the read counts toward `min_bytes` ([`available_bytes`]).
+    available: u64,
+    /// Whether the metadata knows the partition.
+    in_metadata: bool,
     /// Read on another shard: the generation of the partition's wait
     /// signal there, read before the read (`fetch_wait`).
     remote_seen: Option<(ShardId, u64)>,
@@ -106,6 +110,77 @@ async fn read_bounds(
     }
 }
 
+/// What a read on the owning shard found: its chunks, and whether it
+/// stopped short of where it could go (its limit cut it).
+struct Found {
+    chunks: Vec<Chunk>,
+    cut: bool,
+}
+
+/// A partition read on the shard that owns it: what it found (or the
+/// error to answer), the HW and log start to report.
+type OwnerRead = (Result<Found, ErrorCode>, i64, i64);
+
+async fn read_here(
+    s: &BrokerShard,
+    tp: &TopicPartition,
+    offset: i64,
+    max: usize,
+    first: bool,
+    who: Requester,
+) -> Result<OwnerRead, EngineError> {
+    let (log, read_to, hw) = match read_bounds(s, tp, who).await {
+        Ok(b) => b,
+        Err(code) => return Ok((Err(code), -1, -1)),
+    };
+    let start = log.log_start_offset().0;
+    let limit = if first {
+        SizeLimit::AtLeastOneBatch
+    } else {
+        SizeLimit::Strict
+    };
+    let (read, end) = match read_to {
+        ReadTo::Below(upper) => (log.read(Offset(offset), max, upper, limit).await, upper),
+        ReadTo::Reserved => (
+            log.read_for_replica(Offset(offset), max, limit).await,
+            log.log_end_offset(),
+        ),
+    };
+    let read = match read {
+        Ok(r) => r,
+        Err(e) => return Ok((Err(error_map::engine(&e)), hw.0, start)),
+    };
+    let cut = read.next_offset < end;
+    let chunks = match read.region {
+        ReadRegion::Empty => Vec::new(),
+        ReadRegion::Cached(batches) => {
+            crate::metrics::fetch_read(crate::metrics::FetchSource::Memory, read.bytes);
+            batches.into_iter().map(Chunk::Bytes).collect()
+        }
+        ReadRegion::File(region) => {
+            crate::metrics::fetch_read(crate::metrics::FetchSource::File, read.bytes);
+            let fd = dup(region.file.fd()).map_err(|e| EngineError::Io {
+                op: "dup segment descriptor",
+                path: region.file.path().to_path_buf(),
+                source: e,
+            })?;
+            let path = crate::net::direct_read::path_for(
+                s.config.fetch_cold_reads,
+                fd.as_raw_fd(),
+                region.position,
+                region.len,
+            );
+            vec![Chunk::File(FileChunk {
+                path,
+                fd,
+                position: region.position,
+                len: region.len,
+            })]
+        }
+    };
+    Ok((Ok(Found { chunks, cut }), hw.0, start))
+}
+
 async fn read_on_owner(
     shard: &Rc<BrokerShard>,
     tp: TopicPartition,
@@ -128,81 +203,48 @@ async fn read_on_owner(
             } else {
                 None
             };
-            let (log, read_to, hw) = match read_bounds(&s, &tp, who).await {
-                Ok(b) => b,
-                Err(code) => return Ok::<_, EngineError>((Err(code), -1, -1, seen)),
-            };
-            let start = log.log_start_offset().0;
-            let limit = if first {
-                SizeLimit::AtLeastOneBatch
-            } else {
-                SizeLimit::Strict
-            };
-            let read = match read_to {
-                ReadTo::Below(upper) => log.read(Offset(offset), max, upper, limit).await,
-                ReadTo::Reserved => log.read_for_replica(Offset(offset), max, limit).await,
-            };
-            let read = match read {
-                Ok(r) => r,
-                Err(e) => return Ok::<_, EngineError>((Err(error_map::engine(&e)), hw.0, start, seen)),
-            };
-            let chunks = match read.region {
-                ReadRegion::Empty => Vec::new(),
-                ReadRegion::Cached(batches) => {
-                    crate::metrics::fetch_read(crate::metrics::FetchSource::Memory, read.bytes);
-                    batches.into_iter().map(Chunk::Bytes).collect()
-                }
-                ReadRegion::File(region) => {
-                    crate::metrics::fetch_read(crate::metrics::FetchSource::File, read.bytes);
-                    let fd = dup(region.file.fd()).map_err(|e| EngineError::Io {
-                        op: "dup segment descriptor",
-                        path: region.file.path().to_path_buf(),
-                        source: e,
-                    })?;
-                    vec![Chunk::File(FileChunk {
-                        path: crate::net::direct_read::path_for(
-                            s.config.fetch_cold_reads,
-                            fd.as_raw_fd(),
-                            region.position,
-                            region.len,
-                        ),
-                        fd,
-                        position: region.position,
-                        len: region.len,
-                    })]
-                }
-            };
-            Ok((Ok(chunks), hw.0, start, seen))
+            read_here(&s, &tp, offset, max, first, who).await.map(|r| (r, seen))
         })
         .await;
+    let failed = |error, high_watermark, log_start, seen: Option<u64>| PartRead {
+        error,
+        high_watermark,
+        log_start,
+        chunks: Vec::new(),
+        bytes: 0,
+        available: 0,
+        in_metadata: true,
+        remote_seen: seen.map(|g| (owner, g)),
+    };
     match result {
-        Ok(Ok((Ok(chunks), hw, start, seen))) => {
-            let bytes = chunks.iter().map(Chunk::len).sum();
+        Ok(Ok(((Ok(found), hw, start), seen))) => {
+            let bytes = found.chunks.iter().map(Chunk::len).sum();
             PartRead {
                 error: ErrorCode::None,
                 high_watermark: hw,
                 log_start: start,
-                chunks,
+                chunks: found.chunks,
                 bytes,
+                available: available_bytes(bytes, max, found.cut),
+                in_metadata: true,
                 remote_seen: seen.map(|g| (owner, g)),
             }
         }
-        Ok(Ok((Err(error), hw, start, seen))) => PartRead {
-            error,
-            high_watermark: hw,
-            log_start: start,
-            chunks: Vec::new(),
-            bytes: 0,
-            remote_seen: seen.map(|g| (owner, g)),
-        },
-        Ok(Err(e)) | Err(e) => PartRead {
-            error: error_map::engine(&e),
-            high_watermark: -1,
-            log_start: -1,
-            chunks: Vec::new(),
-            bytes: 0,
-            remote_seen: None,
-        },
+        Ok(Ok(((Err(error), hw, start), seen))) => failed(error, hw, start, seen),
+        Ok(Err(e)) | Err(e) => failed(error_map::engine(&e), -1, -1, None),
+    }
+}
+
+/// What a read counts toward the fetch's `min_bytes`: the bytes available
+/// up to the partition's limit, as Kafka counts them. A read its limit cut
+/// had more than the limit there (the next whole batch did not fit), so it
+/// counts its limit; one that found nothing counts nothing, so a partition
+/// whose next batch fits nowhere does not end the wait empty-handed.
+fn available_bytes(bytes: u64, max: usize, cut: bool) -> u64 {
+    if cut && bytes > 0 {
+        bytes.max(max as u64)
+    } else {
+        bytes
     }
 }
 
@@ -213,11 +255,23 @@ type Places = Vec<(usize, usize)>;
 pub(crate) struct FetchPass {
     pub(crate) topics: Vec<FetchTopicResponse>,
     pub(crate) bytes: u64,
+    /// What the partitions read count toward `min_bytes`.
+    pub(crate) available: u64,
+    /// Partitions read that the metadata knows (an unknown one has nothing
+    /// to wait for, and its error does not end the wait: Kafka answers it
+    /// beside the others' long poll).
+    pub(crate) known: usize,
     pub(crate) any_error: bool,
     /// Partitions read on other shards, with their signal's generation there.
     remote: Vec<(ShardId, TopicPartition, u64)>,
     /// The metadata the pass checks partitions against (taken once).
     meta: std::sync::Arc<ferrite_controller::ClusterMeta>,
+}
+
+/// The bytes a fetch waits for: its `min_bytes`, within its budget (Kafka
+/// caps it the same way: more could never come).
+pub(crate) fn min_bytes(f: &FetchRequest) -> u64 {
+    (f.min_bytes.max(0) as u64).min(response_budget(f))
 }
 
 /// The response's byte budget: what the request asks, within the broker's
@@ -236,6 +290,8 @@ impl FetchPass {
         FetchPass {
             topics,
             bytes: 0,
+            available: 0,
+            known: 0,
             any_error: false,
             remote: Vec::new(),
             meta: shard.meta(),
@@ -284,7 +340,9 @@ impl FetchPass {
     fn put(&mut self, f: &FetchRequest, (ti, pi): (usize, usize), read: PartRead, budget: &mut u64) {
         let t = &f.topics[ti];
         let p = &t.partitions[pi];
-        self.any_error |= read.error != ErrorCode::None;
+        self.any_error |= read.error != ErrorCode::None && read.in_metadata;
+        self.known += usize::from(read.in_metadata);
+        self.available += read.available;
         if let Some((owner, seen)) = read.remote_seen {
             self.remote
                 .push((owner, TopicPartition::new(t.topic.clone(), p.partition), seen));
@@ -332,6 +390,8 @@ impl PartitionRead {
                 log_start: -1,
                 chunks: Vec::new(),
                 bytes: 0,
+                available: 0,
+                in_metadata: false,
                 remote_seen: None,
             },
             PartitionRead::Read {
@@ -536,15 +596,23 @@ async fn fetch_until(
     // After a wait: the previous pass (which found nothing) and where the
     // partitions that moved since are.
     let mut again: Option<(Vec<FetchTopicResponse>, Places)> = None;
+    // Whether any partition named is in the metadata: a fetch of none (or
+    // of no partition at all, as a consumer closing its session sends) is
+    // answered at once.
+    let mut waits_on_any = true;
     loop {
         // A fetch that will not wait (max_wait_ms 0) needs no signals.
         let watches = (!no_wait).then(|| Watches::take(shard, f));
+        let moved_pass = again.is_some();
         let pass = match again.take() {
             Some((previous, moved)) => fetch_moved(shard, f, previous, &moved).await,
             None => fetch_once(shard, f).await,
         };
-        let enough = pass.bytes >= f.min_bytes.max(0) as u64;
-        let done = enough || pass.any_error || Instant::now() >= deadline || shard.stopping.get();
+        if !moved_pass {
+            waits_on_any = pass.known > 0;
+        }
+        let enough = pass.available >= min_bytes(f);
+        let done = enough || pass.any_error || !waits_on_any || Instant::now() >= deadline || shard.stopping.get();
         match watches {
             Some(mut watches) if !done => {
                 for (owner, tp, seen) in pass.remote {

@@ -308,20 +308,21 @@ impl Session {
         self.places = Places::index(&self.partitions);
     }
 
-    /// Every partition of the session, grouped by topic in the order the
-    /// topics came.
+    /// Every partition of the session, in the session's order: a topic's
+    /// partitions go together only where they follow one another, so a
+    /// topic may come more than once (as in Kafka's answers). Grouping
+    /// further would put a partition that sent records back ahead of the
+    /// ones the rotation moved before it.
     fn all_topics(&self) -> Vec<FetchTopic> {
         let mut topics: Vec<FetchTopic> = Vec::new();
-        let mut by_name: HashMap<&str, usize> = HashMap::new();
         for h in &self.partitions {
-            let at = *by_name.entry(h.topic.as_str()).or_insert_with(|| {
-                topics.push(FetchTopic {
+            match topics.last_mut() {
+                Some(last) if last.topic == h.topic => last.partitions.push(h.asked.clone()),
+                _ => topics.push(FetchTopic {
                     topic: h.topic.clone(),
-                    partitions: Vec::new(),
-                });
-                topics.len() - 1
-            });
-            topics[at].partitions.push(h.asked.clone());
+                    partitions: vec![h.asked.clone()],
+                }),
+            }
         }
         topics
     }

@@ -204,8 +204,8 @@ fn partitions_that_sent_records_go_to_the_end_and_errors_are_sent_again() {
         .collect();
     assert_eq!(
         order,
-        vec![("b".to_string(), 1), ("b".to_string(), 0), ("a".to_string(), 0)],
-        "the partitions with records last, topics grouped as they now come"
+        vec![("b".to_string(), 1), ("a".to_string(), 0), ("b".to_string(), 0)],
+        "the partitions with records last, in the order they sent them"
     );
     // An error is sent; the same high watermark afterwards is sent again.
     let mut answered = answer(&f, |_, _| 5, &[]);

@@ -221,7 +221,7 @@ pub(crate) async fn fetch_until(
         }
         let answers = &shard.follower_views.quiet_answers;
         answers.set(answers.get() + quiet);
-        let enough = pass.bytes >= f.min_bytes.max(0) as u64;
+        let enough = pass.available >= super::fetch::min_bytes(f);
         let done = enough || pass.any_error || Instant::now() >= deadline || shard.stopping.get() || no_wait;
         if done {
             shard.follower_views.put_back(view, replicas.changes());
