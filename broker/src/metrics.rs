@@ -74,6 +74,8 @@ thread_local! {
     static FETCH_BYTES_FILE: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "file");
     static FILE_SENT_SENDFILE: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "sendfile");
     static FILE_SENT_DIRECT: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "direct");
+    static READ_AHEAD_USED: metrics::Counter = metrics::counter!("ferrite_fetch_read_ahead_bytes_total", "outcome" => "used");
+    static READ_AHEAD_DROPPED: metrics::Counter = metrics::counter!("ferrite_fetch_read_ahead_bytes_total", "outcome" => "dropped");
 }
 
 /// Where a fetch's bytes came from.
@@ -105,6 +107,16 @@ pub fn file_sent(path: crate::net::direct_read::SendPath, bytes: u64) {
         SendPath::Sendfile => FILE_SENT_SENDFILE.with(|c| c.increment(bytes)),
         SendPath::Direct => FILE_SENT_DIRECT.with(|c| c.increment(bytes)),
     }
+}
+
+/// Bytes read ahead of a fetch that a later fetch sent.
+pub fn read_ahead_used(bytes: u64) {
+    READ_AHEAD_USED.with(|c| c.increment(bytes));
+}
+
+/// Bytes read ahead (or being read) that no fetch took.
+pub fn read_ahead_dropped(bytes: u64) {
+    READ_AHEAD_DROPPED.with(|c| c.increment(bytes));
 }
 
 pub fn request(api: ApiKey, seconds: f64) {

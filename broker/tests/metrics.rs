@@ -434,3 +434,67 @@ fn a_cold_region_is_read_directly_once_then_through_the_page_cache() {
     assert_eq!(records(&mut c, 0), from_memory, "and again");
     assert_eq!((sent("direct"), sent("sendfile")), (bytes, 2.0 * bytes));
 }
+
+#[test]
+fn a_sequential_cold_reader_is_sent_what_was_read_ahead_for_it_unchanged() {
+    let metrics_port = free_port();
+    let mut b = Broker::start(&[&format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}")]);
+    let mut c = Client::connect(b.addr());
+    let batches = 24u8;
+    for i in 0..batches {
+        let value = vec![i; 100_000];
+        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[&value]));
+        let req = km::ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+                .with_name(TopicName(s("ahead")))
+                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch))])]);
+        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
+    }
+    let records = |c: &mut Client, offset: i64, max: i32| {
+        let r = c.call(
+            &km::FetchRequest::default().with_max_bytes(8 << 20).with_topics(vec![
+                km::fetch_request::FetchTopic::default()
+                    .with_topic(TopicName(s("ahead")))
+                    .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(max)]),
+            ]),
+            12,
+        );
+        assert_eq!(r.responses[0].partitions[0].error_code, 0);
+        r.responses[0].partitions[0].records.clone().unwrap_or_default()
+    };
+    let everything = records(&mut c, 0, 8 << 20);
+    let batch_len = everything.len() / batches as usize;
+    drop(c);
+    b.stop();
+    b.spawn();
+    let mut c = Client::connect(b.addr());
+    assert!(records(&mut c, batches as i64, 1 << 20).is_empty());
+    evict_from_page_cache(&b.data_dir().join("ahead-0"));
+    // A consumer reading three batches a fetch, each fetch from where the
+    // last ended: the first is read when asked, the others were read ahead.
+    let mut read = Vec::new();
+    let mut offset = 0i64;
+    while offset < batches as i64 {
+        let got = records(&mut c, offset, (3 * batch_len + 100) as i32);
+        assert_eq!(got.len(), 3 * batch_len, "at offset {offset}");
+        read.extend_from_slice(&got);
+        offset += 3;
+    }
+    assert!(read == everything[..], "the bytes read ahead are the log's");
+    let text = scrape(metrics_port);
+    let metric = |name: &str| value(&text, name).unwrap_or(0.0);
+    let total = everything.len() as f64;
+    assert_eq!(metric("ferrite_fetch_file_sent_bytes_total{path=\"direct\"}"), total);
+    let used = metric("ferrite_fetch_read_ahead_bytes_total{outcome=\"used\"}");
+    assert_eq!(
+        used,
+        total - (3 * batch_len) as f64,
+        "all but the first fetch read ahead"
+    );
+}

@@ -37,6 +37,13 @@ pub struct FileRegion {
     pub file: Rc<SegmentFile>,
     pub position: u64,
     pub len: u64,
+    /// Where the batches the read could have returned end in this file
+    /// (the read's upper bound, or the segment's end): a reader may read
+    /// ahead up to here, and nothing there changes unless the log is
+    /// truncated ([`crate::truncate::truncations`]).
+    pub readable_to: u64,
+    /// [`crate::truncate::truncations`] when the read began.
+    pub truncations_seen: u64,
 }
 
 impl std::fmt::Debug for FileRegion {
@@ -246,6 +253,7 @@ impl PartitionLog {
         upper: Offset,
         at_least_one: bool,
     ) -> Result<SegmentRead> {
+        let truncations_seen = crate::truncate::truncations();
         let file = segment.reader().await?;
         let seg_end = segment.readable_end();
         let (_, index_pos) = segment.index_lookup(from);
@@ -275,6 +283,8 @@ impl PartitionLog {
                 file,
                 position: start,
                 len: stop - start,
+                readable_to: upper_pos,
+                truncations_seen,
             }),
             first_offset: first.base_offset,
             next_offset: next,

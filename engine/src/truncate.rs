@@ -27,6 +27,35 @@ use crate::segment_appender::SegmentAppender;
 use crate::types::Offset;
 
 /// What a truncation does.
+/// Twice the truncations begun in this process on any shard's log, plus
+/// one while any runs.
+static TRUNCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A count that moves when a truncation begins and when it ends, on any
+/// shard: bytes read from a segment file below where a read could go stay
+/// the file's bytes while it does not move (below a log's end only a
+/// truncation rewrites a position). Odd while one runs.
+pub fn truncations() -> u64 {
+    TRUNCATIONS.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Moves [`truncations`] when a truncation begins and again when it ends,
+/// however it ends.
+struct TruncationCounted;
+
+impl TruncationCounted {
+    fn begin() -> TruncationCounted {
+        TRUNCATIONS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        TruncationCounted
+    }
+}
+
+impl Drop for TruncationCounted {
+    fn drop(&mut self) {
+        TRUNCATIONS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cut {
     /// Remove the batches at or after the offset.
@@ -62,6 +91,7 @@ impl PartitionLog {
         let ticket = self.turns.hold(ticket);
         self.check_usable()?;
         let _turn = ticket.turn().await;
+        let _counted = TruncationCounted::begin();
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
         let _checkpoint = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
         self.drain_reserved().await?;

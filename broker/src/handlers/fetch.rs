@@ -175,6 +175,8 @@ async fn read_here(
                 fd,
                 position: region.position,
                 len: region.len,
+                readable_to: region.readable_to,
+                truncations_seen: region.truncations_seen,
             })]
         }
     };

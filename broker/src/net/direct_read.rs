@@ -20,7 +20,8 @@
 //! taken, the region goes by `sendfile`. The direct reads of one response
 //! run up to `PIECES_AHEAD` pieces of `PIECE_BYTES` ahead of the socket,
 //! across the response's regions, so the next region's read overlaps this
-//! one's send.
+//! one's send; once a region is sent, what follows it is read ahead for
+//! the reader's next fetch (`read_ahead.rs`).
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -40,7 +41,7 @@ pub const PIECE_BYTES: u64 = 512 << 10;
 pub const PIECES_AHEAD: usize = 4;
 /// Memory a shard's direct reads hold at once (read, not yet sent); a
 /// response whose reads find it taken still keeps one piece in flight.
-pub const DIRECT_READ_BYTES_MAX: u64 = 16 << 20;
+pub const DIRECT_READ_BYTES_MAX: u64 = 32 << 20;
 
 const _: () = assert!(PIECE_BYTES % 4096 == 0);
 const _: () = assert!(PIECE_BYTES * PIECES_AHEAD as u64 <= DIRECT_READ_BYTES_MAX);
@@ -111,19 +112,14 @@ pub fn path_for(cold: SendPath, fd: i32, pos: u64, len: u64) -> SendPath {
     }
 }
 
-/// Whether the sending shard has memory for a direct read of `chunk`.
-pub fn direct_now(chunk: &FileChunk) -> bool {
-    chunk.path == SendPath::Direct && !BROKEN.with(|b| b.get()) && room_for_a_piece()
-}
-
 /// Whether this shard's direct reads can take one more piece within
 /// `DIRECT_READ_BYTES_MAX`.
-fn room_for_a_piece() -> bool {
+pub(super) fn room_for_a_piece() -> bool {
     HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX
 }
 
 /// A file, by device and inode.
-type FileId = (u64, u64);
+pub(super) type FileId = (u64, u64);
 
 fn file_id(fd: i32) -> Option<FileId> {
     // SAFETY: fstat of an open descriptor into a zeroed local.
@@ -200,32 +196,104 @@ pub struct Piece {
     _held: Held,
 }
 
+impl Piece {
+    /// The piece's first `len` bytes (a piece read ahead may hold more
+    /// than the region that takes it).
+    fn cut_to(self, len: u64) -> std::io::Result<Piece> {
+        if self.bytes.len() as u64 == len {
+            return Ok(self);
+        }
+        let bytes = ReadResult::slice(&self.bytes, 0, len as usize)
+            .ok_or_else(|| std::io::Error::other("a piece shorter than its region"))?;
+        Ok(Piece {
+            bytes,
+            _held: self._held,
+        })
+    }
+}
+
+/// A piece's read, started with its memory taken.
+pub(super) fn start_piece(file: Rc<DmaFile>, pos: u64, len: u64) -> glommio::task::JoinHandle<std::io::Result<Piece>> {
+    let held = Held::take(len);
+    glommio::spawn_local(async move {
+        let bytes = read_exactly(&file, pos, len).await?;
+        Ok(Piece { bytes, _held: held })
+    })
+    .detach()
+}
+
+type PieceRead = glommio::task::JoinHandle<std::io::Result<Piece>>;
+
+/// A piece of a response not started yet: to read, or read ahead already.
+enum Pending {
+    Read(Rc<DmaFile>, u64, u64),
+    Ready(u64, u64, PieceRead),
+}
+
+/// What to read ahead once a direct chunk is sent: its file, where it ends,
+/// how far reading may go, and the truncation count it was read at.
+struct AfterChunk {
+    file: Rc<DmaFile>,
+    id: FileId,
+    end: u64,
+    len: u64,
+    readable_to: u64,
+    truncations_seen: u64,
+}
+
+impl AfterChunk {
+    fn read_ahead(&self) {
+        if !BROKEN.with(|b| b.get()) {
+            super::read_ahead::start(
+                &self.file,
+                self.id,
+                (self.end, self.len),
+                self.readable_to,
+                self.truncations_seen,
+            );
+        }
+    }
+}
+
 /// The direct reads of one response: its regions' pieces, read in order,
 /// a few ahead of the one being sent.
 pub struct DirectReads {
     /// Which of the response's chunks go directly (by index; empty when
     /// none does).
     direct: Vec<bool>,
-    /// Pieces still to start: (file, position, length).
-    waiting: VecDeque<(Rc<DmaFile>, u64, u64)>,
+    /// Pieces still to start, in order.
+    waiting: VecDeque<Pending>,
     /// Pieces read or being read: (position, length, read).
-    started: VecDeque<(u64, u64, glommio::task::JoinHandle<std::io::Result<Piece>>)>,
+    started: VecDeque<(u64, u64, PieceRead)>,
+    /// Per direct chunk, in order: what to read ahead once it is sent
+    /// (`None`: read ahead already).
+    after: VecDeque<Option<AfterChunk>>,
 }
 
 impl DirectReads {
-    /// Picks the file chunks of `chunks` that go directly ([`direct_now`]),
+    /// Picks the file chunks of `chunks` that go directly (judged so by
+    /// their partition's shard, read ahead already or with room to read),
     /// opens each for O_DIRECT reads (through `/proc/self/fd`, so a
     /// segment deleted meanwhile still reads; one that cannot be opened
-    /// goes by `sendfile`) and starts the first pieces.
+    /// goes by `sendfile`), takes the pieces read ahead for it
+    /// (`read_ahead.rs`) and starts the first others.
     pub async fn start(chunks: &[Chunk]) -> DirectReads {
         let mut reads = DirectReads {
             direct: Vec::new(),
             waiting: VecDeque::new(),
             started: VecDeque::new(),
+            after: VecDeque::new(),
         };
         for (i, chunk) in chunks.iter().enumerate() {
             let Chunk::File(chunk) = chunk else { continue };
-            if !direct_now(chunk) {
+            if chunk.path != SendPath::Direct || BROKEN.with(|b| b.get()) {
+                continue;
+            }
+            let Some(id) = file_id(chunk.fd.as_raw_fd()) else {
+                continue;
+            };
+            // Read ahead already, or room to read.
+            if !super::read_ahead::has(id, chunk.position) && !room_for_a_piece() {
                 continue;
             }
             let path = format!("/proc/self/fd/{}", chunk.fd.as_raw_fd());
@@ -235,10 +303,38 @@ impl DirectReads {
             let file = Rc::new(file);
             let end = chunk.position + chunk.len;
             let mut at = chunk.position;
+            let mut all_ahead = true;
             while at < end {
                 let len = (end - at).min(PIECE_BYTES);
-                reads.waiting.push_back((file.clone(), at, len));
+                reads.waiting.push_back(match super::read_ahead::take(id, at, len) {
+                    Some(read) => {
+                        crate::metrics::read_ahead_used(len);
+                        Pending::Ready(at, len, read)
+                    }
+                    None => {
+                        all_ahead = false;
+                        Pending::Read(file.clone(), at, len)
+                    }
+                });
                 at += len;
+            }
+            let after = AfterChunk {
+                file,
+                id,
+                end,
+                len: chunk.len,
+                readable_to: chunk.readable_to,
+                truncations_seen: chunk.truncations_seen,
+            };
+            // A reader the read-ahead keeps up with: the disk has nothing
+            // to do for this response, so the next region is read now,
+            // while this one is sent. Otherwise once this one is sent, so
+            // that its own reads go first.
+            if all_ahead {
+                after.read_ahead();
+                reads.after.push_back(None);
+            } else {
+                reads.after.push_back(Some(after));
             }
             reads.direct.resize(chunks.len(), false);
             reads.direct[i] = true;
@@ -256,36 +352,37 @@ impl DirectReads {
     /// read memory is taken, keeping one at least).
     fn refill(&mut self) {
         while self.started.len() < PIECES_AHEAD {
-            if !room_for_a_piece() && !self.started.is_empty() {
+            let must_read = matches!(self.waiting.front(), Some(Pending::Read(..)));
+            if must_read && !room_for_a_piece() && !self.started.is_empty() {
                 return;
             }
-            let Some((file, pos, len)) = self.waiting.pop_front() else {
-                return;
-            };
-            let held = Held::take(len);
-            let task = glommio::spawn_local(async move {
-                let bytes = read_exactly(&file, pos, len).await?;
-                Ok(Piece { bytes, _held: held })
-            })
-            .detach();
-            self.started.push_back((pos, len, task));
+            match self.waiting.pop_front() {
+                None => return,
+                Some(Pending::Ready(pos, len, read)) => self.started.push_back((pos, len, read)),
+                Some(Pending::Read(file, pos, len)) => {
+                    self.started.push_back((pos, len, start_piece(file, pos, len)));
+                }
+            }
         }
     }
 
-    /// The next piece, in order: its position and length, and its bytes.
+    /// The next piece, in order: its position and length, and its bytes
+    /// (cut to its length: a piece read ahead may be longer).
     async fn next(&mut self) -> Option<(u64, u64, std::io::Result<Piece>)> {
         let (pos, len, task) = self.started.pop_front()?;
         let piece = task
             .await
-            .unwrap_or_else(|| Err(std::io::Error::other("direct read cancelled")));
+            .unwrap_or_else(|| Err(std::io::Error::other("direct read cancelled")))
+            .and_then(|p| p.cut_to(len));
         self.refill();
         Some((pos, len, piece))
     }
 
     /// Sends `chunk` (the next of the response's direct chunks) on `sock`,
-    /// the descriptor of `w`, from the pieces read. A piece whose read
-    /// failed goes by `sendfile`; if it failed because the filesystem does
-    /// not take O_DIRECT reads (EINVAL), the shard reads no more directly.
+    /// the descriptor of `w`, from the pieces read, then reads ahead what
+    /// follows it. A piece whose read failed goes by `sendfile`; if it
+    /// failed because the filesystem does not take O_DIRECT reads
+    /// (EINVAL), the shard reads no more directly.
     pub async fn send<W: futures_lite::AsyncWrite + Unpin>(
         &mut self,
         w: &mut W,
@@ -311,6 +408,9 @@ impl DirectReads {
                     crate::metrics::file_sent(SendPath::Sendfile, len);
                 }
             }
+        }
+        if let Some(Some(after)) = self.after.pop_front() {
+            after.read_ahead();
         }
         Ok(())
     }
@@ -356,6 +456,11 @@ impl Drop for DirectReads {
     fn drop(&mut self) {
         for (_, _, t) in self.started.drain(..) {
             t.cancel();
+        }
+        for p in self.waiting.drain(..) {
+            if let Pending::Ready(_, _, t) = p {
+                t.cancel();
+            }
         }
     }
 }

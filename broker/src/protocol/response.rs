@@ -19,6 +19,11 @@ pub struct FileChunk {
     pub len: u64,
     /// How the region is to be sent, as the partition's shard judged it.
     pub path: SendPath,
+    /// Where a read ahead of what follows the region may go in the file,
+    /// and the engine's truncation count when the region was read (the
+    /// bytes read ahead are the file's only while it has not moved).
+    pub readable_to: u64,
+    pub truncations_seen: u64,
 }
 
 /// How a file region is sent.
