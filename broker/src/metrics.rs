@@ -74,6 +74,7 @@ thread_local! {
     static FETCH_BYTES_FILE: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "file");
     static FILE_SENT_SENDFILE: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "sendfile");
     static FILE_SENT_DIRECT: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "direct");
+    static FILE_SENT_INLINE: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "inline");
     static READ_AHEAD_USED: metrics::Counter = metrics::counter!("ferrite_fetch_read_ahead_bytes_total", "outcome" => "used");
     static READ_AHEAD_DROPPED: metrics::Counter = metrics::counter!("ferrite_fetch_read_ahead_bytes_total", "outcome" => "dropped");
 }
@@ -106,6 +107,7 @@ pub fn file_sent(path: crate::net::direct_read::SendPath, bytes: u64) {
     match path {
         SendPath::Sendfile => FILE_SENT_SENDFILE.with(|c| c.increment(bytes)),
         SendPath::Direct => FILE_SENT_DIRECT.with(|c| c.increment(bytes)),
+        SendPath::Inline => FILE_SENT_INLINE.with(|c| c.increment(bytes)),
     }
 }
 

@@ -427,12 +427,13 @@ fn a_cold_region_is_read_directly_once_then_through_the_page_cache() {
         .unwrap_or(0.0)
     };
     let bytes = from_memory.len() as f64;
+    let paths = || (sent("direct"), sent("sendfile"), sent("inline"));
     assert_eq!(records(&mut c, 0), from_memory, "read directly");
-    assert_eq!((sent("direct"), sent("sendfile")), (bytes, 0.0));
+    assert_eq!(paths(), (bytes, 0.0, 0.0));
     assert_eq!(records(&mut c, 0), from_memory, "read again");
-    assert_eq!((sent("direct"), sent("sendfile")), (bytes, bytes));
+    assert_eq!(paths(), (bytes, bytes, 0.0), "through the page cache, on the pool");
     assert_eq!(records(&mut c, 0), from_memory, "and again");
-    assert_eq!((sent("direct"), sent("sendfile")), (bytes, 2.0 * bytes));
+    assert_eq!(paths(), (bytes, bytes, bytes), "from the page cache, on the shard");
 }
 
 #[test]
@@ -497,4 +498,56 @@ fn a_sequential_cold_reader_is_sent_what_was_read_ahead_for_it_unchanged() {
         total - (3 * batch_len) as f64,
         "all but the first fetch read ahead"
     );
+}
+
+#[test]
+fn a_cached_region_sent_on_the_shard_reaches_a_slow_reader_whole() {
+    let metrics_port = free_port();
+    let mut b = Broker::start(&[&format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}")]);
+    let mut c = Client::connect(b.addr());
+    // 24 MB: more than the socket buffers on both sides hold.
+    let batches = 240u32;
+    for i in 0..batches {
+        let value = vec![(i % 251) as u8; 100_000];
+        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[&value]));
+        let req = km::ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+                .with_name(TopicName(s("slow")))
+                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch))])]);
+        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
+    }
+    let fetch =
+        km::FetchRequest::default()
+            .with_max_bytes(32 << 20)
+            .with_topics(vec![km::fetch_request::FetchTopic::default()
+                .with_topic(TopicName(s("slow")))
+                .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(32 << 20)])]);
+    let records = |r: km::FetchResponse| {
+        assert_eq!(r.responses[0].partitions[0].error_code, 0);
+        r.responses[0].partitions[0].records.clone().unwrap_or_default()
+    };
+    drop(c);
+    b.stop();
+    b.spawn();
+    let mut c = Client::connect(b.addr());
+    evict_from_page_cache(&b.data_dir().join("slow-0"));
+    // Directly, then through the page cache (filling it).
+    let first = records(c.call(&fetch, 12));
+    assert!(first.len() > 23_000_000, "{}", first.len());
+    assert_eq!(records(c.call(&fetch, 12)), first);
+    // Now every page is cached: sent on the shard, to a reader that lets
+    // the socket fill before it reads.
+    c.send(&fetch, 12);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let third = records(c.response::<km::FetchRequest>(12).expect("a response"));
+    assert!(third == first, "the slow reader got other bytes");
+    let text = scrape(metrics_port);
+    let inline = value(&text, "ferrite_fetch_file_sent_bytes_total{path=\"inline\"}").unwrap_or(0.0);
+    assert_eq!(inline, first.len() as f64);
 }

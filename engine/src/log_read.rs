@@ -40,10 +40,10 @@ pub struct FileRegion {
     /// Where the batches the read could have returned end in this file
     /// (the read's upper bound, or the segment's end): a reader may read
     /// ahead up to here, and nothing there changes unless the log is
-    /// truncated ([`crate::truncate::truncations`]).
+    /// truncated ([`crate::truncate::truncations_quiet`]).
     pub readable_to: u64,
-    /// [`crate::truncate::truncations`] when the read began.
-    pub truncations_seen: u64,
+    /// [`crate::truncate::truncations_quiet`] when the read began.
+    pub truncations_quiet: Option<u64>,
 }
 
 impl std::fmt::Debug for FileRegion {
@@ -253,7 +253,7 @@ impl PartitionLog {
         upper: Offset,
         at_least_one: bool,
     ) -> Result<SegmentRead> {
-        let truncations_seen = crate::truncate::truncations();
+        let truncations_quiet = crate::truncate::truncations_quiet();
         let file = segment.reader().await?;
         let seg_end = segment.readable_end();
         let (_, index_pos) = segment.index_lookup(from);
@@ -284,7 +284,7 @@ impl PartitionLog {
                 position: start,
                 len: stop - start,
                 readable_to: upper_pos,
-                truncations_seen,
+                truncations_quiet,
             }),
             first_offset: first.base_offset,
             next_offset: next,

@@ -26,36 +26,46 @@ use crate::segment::Segment;
 use crate::segment_appender::SegmentAppender;
 use crate::types::Offset;
 
-/// What a truncation does.
-/// Twice the truncations begun in this process on any shard's log, plus
-/// one while any runs.
-static TRUNCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A count that moves when a truncation begins and when it ends, on any
-/// shard: bytes read from a segment file below where a read could go stay
-/// the file's bytes while it does not move (below a log's end only a
-/// truncation rewrites a position). Odd while one runs.
-pub fn truncations() -> u64 {
-    TRUNCATIONS.load(std::sync::atomic::Ordering::Acquire)
+/// Truncations begun, and ended, in this process on any shard's log.
+static TRUNCATIONS_BEGUN: AtomicU64 = AtomicU64::new(0);
+static TRUNCATIONS_ENDED: AtomicU64 = AtomicU64::new(0);
+
+/// A mark of "no truncation runs now": the count of truncations begun, if
+/// every one of them has ended (`None` while one runs). Bytes read from a
+/// segment file below where a read could go stay the file's bytes while
+/// [`truncations_since`] says none began after the mark: below a log's end
+/// only a truncation rewrites a position.
+pub fn truncations_quiet() -> Option<u64> {
+    let begun = TRUNCATIONS_BEGUN.load(Ordering::Acquire);
+    let ended = TRUNCATIONS_ENDED.load(Ordering::Acquire);
+    (begun == ended).then_some(begun)
 }
 
-/// Moves [`truncations`] when a truncation begins and again when it ends,
-/// however it ends.
+/// Whether a truncation began since `mark` ([`truncations_quiet`]).
+pub fn truncations_since(mark: u64) -> bool {
+    TRUNCATIONS_BEGUN.load(Ordering::Acquire) != mark
+}
+
+/// Counts a truncation as begun, and as ended when dropped, however it
+/// ends.
 struct TruncationCounted;
 
 impl TruncationCounted {
     fn begin() -> TruncationCounted {
-        TRUNCATIONS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        TRUNCATIONS_BEGUN.fetch_add(1, Ordering::AcqRel);
         TruncationCounted
     }
 }
 
 impl Drop for TruncationCounted {
     fn drop(&mut self) {
-        TRUNCATIONS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        TRUNCATIONS_ENDED.fetch_add(1, Ordering::AcqRel);
     }
 }
 
+/// What a truncation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cut {
     /// Remove the batches at or after the offset.

@@ -176,7 +176,7 @@ async fn read_here(
                 position: region.position,
                 len: region.len,
                 readable_to: region.readable_to,
-                truncations_seen: region.truncations_seen,
+                truncations_quiet: region.truncations_quiet,
             })]
         }
     };

@@ -222,7 +222,10 @@ pub(crate) async fn fetch_until(
         let answers = &shard.follower_views.quiet_answers;
         answers.set(answers.get() + quiet);
         let enough = pass.available >= super::fetch::min_bytes(f);
-        let done = enough || pass.any_error || Instant::now() >= deadline || shard.stopping.get() || no_wait;
+        // Only partitions the metadata does not know: nothing to wait for.
+        let nothing_known = pass.known == 0 && quiet == 0;
+        let done =
+            enough || pass.any_error || nothing_known || Instant::now() >= deadline || shard.stopping.get() || no_wait;
         if done {
             shard.follower_views.put_back(view, replicas.changes());
             return pass.topics;

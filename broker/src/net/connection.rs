@@ -185,6 +185,9 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
                     gathered.clear();
                     if reads.is_direct(i) {
                         reads.send(w, sock, f).await?;
+                    } else if f.path == SendPath::Inline {
+                        sendfile::send_inline(w, sock, f).await?;
+                        crate::metrics::file_sent(SendPath::Inline, f.len);
                     } else {
                         w.flush().await?;
                         sendfile::send_chunk(sock, f).await?;
@@ -248,6 +251,12 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     let sock = stream.as_raw_fd();
     if let Err(e) = sendfile::limit_blocking_sends(sock) {
         tracing::warn!(error = %e, "SO_SNDTIMEO");
+    }
+    // Inline sendfile must not block the shard on a full socket; glommio's
+    // own reads and writes never block either way (MSG_DONTWAIT, then a
+    // poll on the ring).
+    if let Err(e) = sendfile::set_nonblocking(sock) {
+        tracing::warn!(error = %e, "O_NONBLOCK");
     }
     let (mut rd, wr) = futures_lite::io::split(stream);
     let inflight_max = shard.config.connection_requests_inflight_max.max(1);

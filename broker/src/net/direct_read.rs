@@ -11,7 +11,8 @@
 //!
 //! Which path a region takes is decided on the shard that owns its
 //! partition, when the fetch reads it (`path_for`): `cachestat(2)` tells
-//! whether every page of it is cached (then `sendfile`, zero-copy). If
+//! whether every page of it is cached (then `sendfile`, zero-copy, on the
+//! sending shard's own thread: `SendPath::Inline`). If
 //! not, a region read for the first time goes directly; one this shard
 //! read directly before goes through the page cache, so that the readers
 //! after a second one find it there (`ReadOnce`). Where `cachestat` is
@@ -108,7 +109,13 @@ pub fn path_for(cold: SendPath, fd: i32, pos: u64, len: u64) -> SendPath {
                 SendPath::Sendfile
             }
         }
-        _ => SendPath::Sendfile,
+        // Every page cached, and the last one read already (a page the
+        // kernel's own read-ahead added is cached while its read is still
+        // under way): sent from the page cache without leaving the shard's
+        // thread.
+        Some(_) if last_byte_ready(fd, pos + len - 1) => SendPath::Inline,
+        Some(_) => SendPath::Sendfile,
+        None => SendPath::Sendfile,
     }
 }
 
@@ -116,6 +123,19 @@ pub fn path_for(cold: SendPath, fd: i32, pos: u64, len: u64) -> SendPath {
 /// `DIRECT_READ_BYTES_MAX`.
 pub(super) fn room_for_a_piece() -> bool {
     HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX
+}
+
+/// Whether the byte at `at` of `fd` can be read from the page cache
+/// without waiting (`preadv2` with `RWF_NOWAIT`).
+fn last_byte_ready(fd: i32, at: u64) -> bool {
+    let mut byte = 0u8;
+    let iov = libc::iovec {
+        iov_base: (&mut byte as *mut u8).cast(),
+        iov_len: 1,
+    };
+    // SAFETY: one iovec over a local byte; `fd` is open for the call.
+    let n = unsafe { libc::preadv2(fd, &iov, 1, at as libc::off_t, libc::RWF_NOWAIT) };
+    n == 1
 }
 
 /// A file, by device and inode.
@@ -238,19 +258,16 @@ struct AfterChunk {
     end: u64,
     len: u64,
     readable_to: u64,
-    truncations_seen: u64,
+    truncations_quiet: Option<u64>,
 }
 
 impl AfterChunk {
     fn read_ahead(&self) {
-        if !BROKEN.with(|b| b.get()) {
-            super::read_ahead::start(
-                &self.file,
-                self.id,
-                (self.end, self.len),
-                self.readable_to,
-                self.truncations_seen,
-            );
+        if BROKEN.with(|b| b.get()) {
+            return;
+        }
+        if let Some(mark) = self.truncations_quiet {
+            super::read_ahead::start(&self.file, self.id, (self.end, self.len), self.readable_to, mark);
         }
     }
 }
@@ -324,7 +341,7 @@ impl DirectReads {
                 end,
                 len: chunk.len,
                 readable_to: chunk.readable_to,
-                truncations_seen: chunk.truncations_seen,
+                truncations_quiet: chunk.truncations_quiet,
             };
             // A reader the read-ahead keeps up with: the disk has nothing
             // to do for this response, so the next region is read now,

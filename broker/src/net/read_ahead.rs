@@ -12,8 +12,8 @@
 //! What is read ahead stays the file's bytes: it goes no further than the
 //! region's `readable_to` (the batches the fetch could have returned,
 //! below the high watermark for a consumer: nothing there is rewritten but
-//! by a truncation), an entry is used only while the engine's truncation
-//! count is what it was when the region was read, an entry holds its file
+//! by a truncation), an entry is used only if no truncation ran when the
+//! region was read and none began since, an entry holds its file
 //! open (so its device and inode name no other file), and an entry not
 //! taken within `READ_AHEAD_AGE_MS_MAX` is dropped. Its memory counts
 //! against the shard's direct-read memory (`DIRECT_READ_BYTES_MAX`).
@@ -48,7 +48,7 @@ struct Entry {
     file: FileId,
     pos: u64,
     len: u64,
-    truncations_seen: u64,
+    truncations_mark: u64,
     started: Instant,
     read: JoinHandle<std::io::Result<Piece>>,
     /// Keeps the inode (and so the entry's key) from being reused.
@@ -57,23 +57,25 @@ struct Entry {
 
 thread_local! {
     static AHEAD: RefCell<VecDeque<Entry>> = const { RefCell::new(VecDeque::new()) };
+    /// Whether this shard's age-out task runs (one at most).
+    static AGING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Reads ahead `[from, to)` of `file` (`id`), at most
 /// `READ_AHEAD_BYTES_MAX`, in pieces on the same grid a fetch of a region
 /// starting at `from` reads, as long as the shard has read memory free.
-/// `truncations_seen`: the engine's count when the region before was read;
-/// an odd count (a truncation running) reads nothing ahead.
+/// `truncations_mark`: the engine's mark of no truncation running when the
+/// region before was read ([`ferrite_engine::truncate::truncations_quiet`]).
 /// `len`: how much to read (the region before's length: what the same
 /// reader's next fetch asks, within `READ_AHEAD_BYTES_MAX`).
-pub fn start(file: &Rc<DmaFile>, id: FileId, (from, len): (u64, u64), to: u64, truncations_seen: u64) {
-    if truncations_seen % 2 == 1 || ferrite_engine::truncate::truncations() != truncations_seen {
+pub fn start(file: &Rc<DmaFile>, id: FileId, (from, len): (u64, u64), to: u64, truncations_mark: u64) {
+    if ferrite_engine::truncate::truncations_since(truncations_mark) {
         return;
     }
     let to = to.min(from.saturating_add(len.min(READ_AHEAD_BYTES_MAX)));
     AHEAD.with_borrow_mut(|ahead| {
         drop_old(ahead);
-        if ahead.is_empty() && from < to {
+        if from < to && !AGING.with(|a| a.replace(true)) {
             age_out_later();
         }
         let mut at = from;
@@ -88,7 +90,7 @@ pub fn start(file: &Rc<DmaFile>, id: FileId, (from, len): (u64, u64), to: u64, t
                     file: id,
                     pos: at,
                     len,
-                    truncations_seen,
+                    truncations_mark,
                     started: Instant::now(),
                     read,
                     _open: file.clone(),
@@ -106,7 +108,7 @@ pub fn take(id: FileId, pos: u64, len: u64) -> Option<JoinHandle<std::io::Result
         drop_old(ahead);
         let i = ahead.iter().position(|e| e.file == id && e.pos == pos)?;
         let entry = ahead.remove(i)?;
-        if entry.len < len || ferrite_engine::truncate::truncations() != entry.truncations_seen {
+        if entry.len < len || ferrite_engine::truncate::truncations_since(entry.truncations_mark) {
             drop_entry(Some(entry));
             return None;
         }
@@ -136,6 +138,7 @@ fn age_out_later() {
                 ahead.len()
             });
             if left == 0 {
+                AGING.with(|a| a.set(false));
                 return;
             }
         }

@@ -7,10 +7,19 @@
 //! until the region is sent, and gives up on a client that takes nothing
 //! for `SEND_STALL_MS_MAX`.
 //!
+//! A region the page cache holds whole (`SendPath::Inline`) is sent from
+//! the shard's own thread instead (`send_inline`): no hand-off to the pool
+//! and back, no futex. The socket is non-blocking (`set_nonblocking`), so
+//! `sendfile` sends what the socket takes and says EAGAIN for the rest;
+//! the shard then waits for room on its ring by writing the region's next
+//! byte through the stream, as any write waits, and goes on from the byte
+//! after. A page evicted since the region was judged is read from the disk
+//! in that call, on the shard: rare, and one page-cache miss long.
+//!
 //! glommio leaves accepted sockets in blocking mode (its own sends pass
-//! MSG_DONTWAIT), where `sendfile` would block until the client reads. The
-//! connection therefore sets `SO_SNDTIMEO` (`limit_blocking_sends`): a
-//! blocked `sendfile` returns after that long, with what it sent.
+//! MSG_DONTWAIT); the connection also sets `SO_SNDTIMEO`
+//! (`limit_blocking_sends`), which bounds a pool call's wait should the
+//! socket be in blocking mode.
 
 use std::os::fd::AsRawFd;
 use std::os::unix::io::RawFd;
@@ -41,6 +50,82 @@ pub fn limit_blocking_sends(sock: RawFd) -> std::io::Result<()> {
     };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Puts `sock` in non-blocking mode.
+pub fn set_nonblocking(sock: RawFd) -> std::io::Result<()> {
+    // SAFETY: fcntl on an open descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(sock, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(sock, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends all of `chunk` from the shard's own thread on `sock` (the
+/// non-blocking descriptor of `w`): `sendfile` while the socket takes
+/// bytes; when it is full, the next byte through `w`, which waits for room
+/// on the shard's ring. Gives up on a client that takes nothing for
+/// `SEND_STALL_MS_MAX`.
+pub async fn send_inline<W: futures_lite::AsyncWrite + Unpin>(
+    w: &mut W,
+    sock: RawFd,
+    chunk: &FileChunk,
+) -> std::io::Result<()> {
+    use futures_lite::AsyncWriteExt;
+    let file = chunk.fd.as_raw_fd();
+    let end = chunk.position + chunk.len;
+    let mut at = chunk.position;
+    w.flush().await?;
+    while at < end {
+        let mut off = at as libc::off_t;
+        let len = (end - at).min(SENDFILE_CALL_BYTES_MAX) as usize;
+        // SAFETY: both descriptors are open for the call (the socket is the
+        // connection's, the file the chunk's); `off` is a local.
+        let n = unsafe { libc::sendfile(sock, file, &mut off, len) };
+        if n > 0 {
+            at += n as u64;
+            continue;
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "file region ends before its length",
+            ));
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => {}
+            Some(libc::EAGAIN) => {
+                let mut byte = [0u8; 1];
+                // SAFETY: pread of one byte into a local, from an open file.
+                let got = unsafe { libc::pread(file, byte.as_mut_ptr().cast(), 1, at as libc::off_t) };
+                if got != 1 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "file region ends before its length",
+                    ));
+                }
+                let stall = Duration::from_millis(SEND_STALL_MS_MAX);
+                let wrote = futures_lite::future::or(async { w.write_all(&byte).await.map(|_| 1) }, async {
+                    glommio::timer::sleep(stall).await;
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "client stopped reading",
+                    ))
+                })
+                .await?;
+                at += wrote;
+                w.flush().await?;
+            }
+            _ => return Err(err),
+        }
     }
     Ok(())
 }

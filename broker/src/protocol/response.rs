@@ -20,17 +20,23 @@ pub struct FileChunk {
     /// How the region is to be sent, as the partition's shard judged it.
     pub path: SendPath,
     /// Where a read ahead of what follows the region may go in the file,
-    /// and the engine's truncation count when the region was read (the
-    /// bytes read ahead are the file's only while it has not moved).
+    /// and the engine's mark of no truncation running when the region was
+    /// read (`None`: one ran; the bytes read ahead are the file's only
+    /// while no truncation began after the mark).
     pub readable_to: u64,
-    pub truncations_seen: u64,
+    pub truncations_quiet: Option<u64>,
 }
 
 /// How a file region is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendPath {
-    /// `sendfile(2)`, from the page cache.
+    /// `sendfile(2)` on glommio's blocking pool, from the page cache
+    /// (filling it where it misses).
     Sendfile,
+    /// `sendfile(2)` on the sending shard's own thread, non-blocking: the
+    /// page cache held every page of the region when its partition's shard
+    /// read it, so the call finds them there (`net/sendfile.rs`).
+    Inline,
     /// Read with O_DIRECT into memory and sent from there, when the sending
     /// shard has the memory (`net/direct_read.rs`).
     Direct,
