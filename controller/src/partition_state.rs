@@ -4,35 +4,11 @@
 //! with the znode version the state was read or written at, so that every
 //! write can be conditional on nobody having changed it since.
 
-use std::fmt;
-
-use ferrite_engine::types::LeaderEpoch;
+use ferrite_ids::LeaderEpoch;
 
 use crate::metadata::BrokerId;
 
-/// Counts controller changes (`/controller_epoch`): 1 for the first
-/// controller, +1 for each new one. Every controller request carries it and
-/// brokers reject requests from an older one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct ControllerEpoch(pub i32);
-
-impl ControllerEpoch {
-    /// No controller has been seen yet.
-    pub const NONE: ControllerEpoch = ControllerEpoch(0);
-
-    pub fn next(self) -> ControllerEpoch {
-        assert!(self.0 < i32::MAX, "controller epoch overflow");
-        ControllerEpoch(self.0 + 1)
-    }
-}
-
-impl fmt::Display for ControllerEpoch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-pub use ferrite_replication::ZkVersion;
+pub use ferrite_ids::{ControllerEpoch, ZkVersion};
 
 /// Leader, leader epoch and ISR of one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]

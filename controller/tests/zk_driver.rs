@@ -13,7 +13,7 @@ use ferrite_controller::driver::{run_member, DriverConfig, Incoming, Outgoing, S
 use ferrite_controller::metadata::{BrokerId, BrokerMeta};
 use ferrite_controller::partition_state::ControllerEpoch;
 use ferrite_controller::zk::ZkStore;
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 use ferrite_testkit::zookeeper::ZooKeeper;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;

@@ -10,7 +10,7 @@ use ferrite_controller::metadata::{BrokerId, BrokerMeta};
 use ferrite_controller::partition_state::{ControllerEpoch, PartitionState, ZkVersion};
 use ferrite_controller::zk::{IsrWrite, ZkStore};
 use ferrite_controller::ControllerError;
-use ferrite_engine::types::{LeaderEpoch, TopicPartition};
+use ferrite_ids::{LeaderEpoch, TopicPartition};
 use ferrite_testkit::zookeeper::ZooKeeper;
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 
 use super::{Action, Controller, DeleteData, StateWrite, WriteOutcome};
 use crate::election;

@@ -5,17 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use ferrite_engine::types::{LeaderEpoch, TopicPartition};
+use ferrite_ids::{LeaderEpoch, TopicPartition};
 
 use crate::election::UncleanElection;
 use crate::metadata::{BrokerId, BrokerMeta};
 use crate::partition_state::{ControllerEpoch, PartitionState, Versioned, ZkVersion};
 
-/// Identifies one registration of a broker: the creation transaction id
-/// (czxid) of its `/brokers/ids/<id>` znode. A broker that restarted within
-/// one watch round trip has the same id but a new epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BrokerEpoch(pub i64);
+pub use ferrite_ids::BrokerEpoch;
 
 /// A registered broker.
 #[derive(Clone, Debug, PartialEq, Eq)]

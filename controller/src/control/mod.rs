@@ -23,7 +23,7 @@ mod waiters;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 
 pub use event::*;
 pub(crate) use topics::unclean_value;

@@ -6,7 +6,7 @@
 //! the new set, the old replicas are told to stop and delete, and the move
 //! leaves `/admin/reassign_partitions`.
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 
 use super::changes::{Change, Proposal};
 use super::{Action, Controller, DeleteData, ZkChange};

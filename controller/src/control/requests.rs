@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 
 use super::{Action, Controller, ControllerRequest, DeleteData, PartitionInfo};
 use crate::metadata::{BrokerId, BrokerMeta};

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 
 use super::changes::Change;
 use super::{Action, Controller, DeleteData, Topic, TopicAssignment, ZkChange};

@@ -12,7 +12,7 @@ use crate::control::{Action, Controller, ElectionOrigin, ElectionResult, Event};
 use crate::error::{ControllerError, Result};
 use crate::metadata::BrokerId;
 use crate::zk::{EpochGuard, ZkStore};
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 use zookeeper_client::WatchedEvent;
 
 /// Why controlling stopped.

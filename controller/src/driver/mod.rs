@@ -14,7 +14,7 @@ mod watches;
 
 use std::time::Duration;
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 use tokio::sync::oneshot;
 
 use crate::control::{ControllerConfig, ControllerRequest, ElectionResult};

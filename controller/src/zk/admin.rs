@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 use zookeeper_client::{Acls, CreateMode, Error as ZkError, MultiWriteError};
 
 use super::store::{zk_err, ZkStore, PERSISTENT};

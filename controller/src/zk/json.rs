@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
-use ferrite_engine::types::{LeaderEpoch, TopicPartition};
+use ferrite_ids::{LeaderEpoch, TopicPartition};
 use serde::{Deserialize, Serialize};
 
 use crate::assignment::TOPIC_PARTITIONS_MAX;

@@ -1,6 +1,6 @@
 //! The znode paths, Kafka's layout.
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 
 use crate::metadata::BrokerId;
 

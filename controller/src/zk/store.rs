@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, Error as ZkError, OneshotWatcher, Stat};
 
 use super::{json, paths};

@@ -6,7 +6,7 @@
 //! moved the epoch on, the deposed one's writes fail as a whole
 //! ([`ControllerError::NotController`]).
 
-use ferrite_engine::types::TopicPartition;
+use ferrite_ids::TopicPartition;
 use zookeeper_client::{CheckWriteError, Error as ZkError, MultiWriteError, MultiWriteResult};
 
 use super::store::{bad, zk_err, ZkStore, EPHEMERAL, PERSISTENT};

@@ -13,7 +13,7 @@ use ferrite_controller::control::*;
 use ferrite_controller::election::UncleanElection;
 use ferrite_controller::metadata::{BrokerId, BrokerMeta};
 use ferrite_controller::partition_state::{ControllerEpoch, PartitionState, Versioned, ZkVersion};
-use ferrite_engine::types::{LeaderEpoch, TopicPartition};
+use ferrite_ids::{LeaderEpoch, TopicPartition};
 
 pub fn tp(topic: &str, p: i32) -> TopicPartition {
     TopicPartition::new(topic, p)

@@ -1,0 +1,96 @@
+//! The workspace's crates point one way: each uses only crates below it
+//! (`docs/architecture.md` draws the picture). Read from `cargo metadata`,
+//! so a new dependency that points up fails here, not in a review.
+
+use std::collections::BTreeMap;
+
+/// The layers, bottom first. A crate may depend (as a normal or build
+/// dependency) only on crates listed before it; `ferrite-testkit` (test
+/// helpers, using no crate of ours) may be a dev-dependency of any crate,
+/// and a dependency of the benchmarks.
+const LAYERS: &[&str] = &[
+    "ferrite-ids",
+    "ferrite-engine",
+    "ferrite-replication",
+    "ferrite-controller",
+    "ferrite-broker",
+    "ferrite-bench",
+];
+
+/// Dependencies each crate's layer would allow but the house does not
+/// want: the controller takes its id types from `ferrite-ids`, not from
+/// replication.
+const FORBIDDEN: &[(&str, &str)] = &[("ferrite-controller", "ferrite-replication")];
+
+fn workspace_dependencies() -> BTreeMap<String, Vec<(String, Option<String>)>> {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let ours: Vec<String> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .expect("dependencies")
+                .iter()
+                .filter(|d| ours.iter().any(|o| d["name"] == o.as_str()))
+                .map(|d| {
+                    let name = d["name"].as_str().unwrap_or_default().to_string();
+                    (name, d["kind"].as_str().map(str::to_string))
+                })
+                .collect();
+            (p["name"].as_str().unwrap_or_default().to_string(), deps)
+        })
+        .collect()
+}
+
+#[test]
+fn every_crate_uses_only_the_crates_below_it() {
+    let graph = workspace_dependencies();
+    for layer in LAYERS {
+        assert!(graph.contains_key(*layer), "{layer} is not in the workspace");
+    }
+    assert!(
+        graph["ferrite-testkit"].iter().all(|(_, kind)| kind.is_some()),
+        "testkit uses a crate of ours"
+    );
+    let mut wrong = Vec::new();
+    for (krate, deps) in &graph {
+        for (dep, kind) in deps {
+            if dep == "ferrite-testkit" && (kind.as_deref() == Some("dev") || krate == "ferrite-bench") {
+                continue;
+            }
+            let Some(at) = LAYERS.iter().position(|l| l == krate) else {
+                wrong.push(format!("{krate} (no layer) uses {dep}"));
+                continue;
+            };
+            let allowed = LAYERS[..at].contains(&dep.as_str()) && !FORBIDDEN.contains(&(krate.as_str(), dep.as_str()));
+            if !allowed {
+                wrong.push(format!("{krate} uses {dep} ({})", kind.as_deref().unwrap_or("normal")));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "dependencies that point up or sideways:\n{}",
+        wrong.join("\n")
+    );
+}
