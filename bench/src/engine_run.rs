@@ -123,7 +123,9 @@ struct AlignedBuf {
 
 impl AlignedBuf {
     fn new(len: usize) -> AlignedBuf {
-        let layout = Layout::from_size_align(len, 4096).expect("layout");
+        let Ok(layout) = Layout::from_size_align(len, 4096) else {
+            panic!("no layout for {len} bytes aligned to 4096");
+        };
         // SAFETY: layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         assert!(!ptr.is_null(), "allocation failed");

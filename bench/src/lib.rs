@@ -1,5 +1,10 @@
 //! Shared pieces of Ferrite's benchmarks: size parsing, batch templates,
 //! and the engine throughput run behind `ferrite-bench engine`.
+//!
+//! Depends on: any crate of the workspace (it measures them all), and
+//! `ferrite-testkit`. Nothing depends on it.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cold_read;
 pub mod disk_busy;

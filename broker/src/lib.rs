@@ -1,7 +1,14 @@
 //! The broker: listeners on the shards, the Kafka wire protocol, request
-//! routing and API handlers, configuration, metrics and the `ferrite` CLI.
+//! routing and API handlers, the cluster runtime, the group and producer
+//! coordinators, configuration, metrics and the `ferrite` CLI. It still
+//! holds the protocol codec ([`protocol`]) and a client ([`client`]), which
+//! #19 moves into crates of their own.
 //!
-//! Built so far: the protocol codec ([`protocol`]).
+//! Depends on: every crate below it (`ferrite-ids`, `ferrite-engine`,
+//! `ferrite-replication`, `ferrite-controller`). Only the benchmarks depend
+//! on it.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cli_cluster;
 pub mod cli_configs;

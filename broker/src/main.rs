@@ -1,5 +1,7 @@
 //! `ferrite`: the broker binary.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 

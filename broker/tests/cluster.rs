@@ -401,7 +401,7 @@ fn a_partition_moves_to_new_replicas_under_load_without_losing_records() {
         );
     }
     let hw = records.last().map_or(0, |r| r.0 + 1);
-    std::thread::sleep(Duration::from_secs(2));
+    wait_replicas_reach(&cluster, &target, "moving", 0, hw);
     for b in cluster.brokers.iter_mut() {
         b.stop();
     }

@@ -128,8 +128,10 @@ fn acks_all_loses_nothing_through_five_leader_kills() {
         offsets.windows(2).all(|w| w[1] == w[0] + 1),
         "offsets are not consecutive"
     );
-    // Let the followers catch up, stop everyone, compare the logs below the HW.
-    std::thread::sleep(Duration::from_secs(2));
+    // Once the followers caught up, stop everyone, compare the logs below
+    // the HW.
+    let ids: Vec<i32> = cluster.brokers.iter().map(|b| b.id).collect();
+    wait_replicas_reach(&cluster, &ids, "kills", 0, hw);
     for b in cluster.brokers.iter_mut() {
         b.stop();
     }

@@ -139,7 +139,7 @@ fn as_at_version(mut r: OffsetForLeaderEpochRequest, version: i16) -> OffsetForL
 }
 
 fn check_request(req: &OffsetForLeaderEpochRequest) {
-    for v in ofle::MIN_VERSION..=ofle::MAX_VERSION {
+    for v in ofle::VERSION_MIN..=ofle::VERSION_MAX {
         let expected = as_at_version(req.clone(), v);
         // Theirs → ours.
         let bytes = oracle_encode(&to_oracle_request(req), v);
@@ -157,7 +157,7 @@ fn check_request(req: &OffsetForLeaderEpochRequest) {
 }
 
 fn check_response(resp: &OffsetForLeaderEpochResponse) {
-    for v in ofle::MIN_VERSION..=ofle::MAX_VERSION {
+    for v in ofle::VERSION_MIN..=ofle::VERSION_MAX {
         let bytes = oracle_encode(&to_oracle_response(resp), v);
         let mut r = Reader::new(bytes.clone());
         let ours = OffsetForLeaderEpochResponse::decode(&mut r, v).unwrap_or_else(|e| panic!("v{v}: {e}"));

@@ -10,6 +10,12 @@
 //!   shutdown, preferred elections and leader balance, reassignment.
 //! - [`zk`]: the ZooKeeper store in Kafka's znode layout; [`driver`]: the
 //!   session, controller election, and [`control`] run against ZooKeeper.
+//!
+//! Depends on: `ferrite-ids`, and `ferrite-engine` for [`topic_config`]'s
+//! log settings only. Must not use replication or the broker, and keeps
+//! [`control`] free of I/O.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod assignment;
 pub mod balance;

@@ -12,26 +12,7 @@ use ferrite_controller::metadata::BrokerId;
 use ferrite_controller::partition_state::{Versioned, ZkVersion};
 use sim::*;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len())]
-    }
-}
+use ferrite_testkit::rng::Rng;
 
 const BROKERS: i32 = 5;
 
@@ -41,7 +22,7 @@ fn step(c: &mut Cluster, rng: &mut Rng, topics: &mut Vec<String>, serial: &mut u
         .map(BrokerId)
         .filter(|b| !c.live.contains_key(b))
         .collect();
-    match rng.below(11) {
+    match rng.index(11) {
         0 if live.len() > 1 => c.kill(rng.pick(&live)),
         1 if !dead.is_empty() => c.restart(rng.pick(&dead)),
         2 if live.len() > 1 => {
@@ -58,20 +39,20 @@ fn step(c: &mut Cluster, rng: &mut Rng, topics: &mut Vec<String>, serial: &mut u
         6 => {
             *serial += 1;
             let name = format!("t{serial}");
-            let rf = 1 + rng.below(live.len().min(3)) as i16;
-            c.create_topic(&name, 1 + rng.below(6) as i32, rf, rng.below(5));
+            let rf = 1 + rng.index(live.len().min(3)) as i16;
+            c.create_topic(&name, 1 + rng.index(6) as i32, rf, rng.index(5));
             topics.push(name);
         }
         7 if !topics.is_empty() => {
-            let name = topics.remove(rng.below(topics.len()));
+            let name = topics.remove(rng.index(topics.len()));
             c.zk.deletions.insert(name.clone());
             c.run(Event::DeletionsRequested { topics: vec![name] });
         }
         8 if !topics.is_empty() => {
-            let name = topics[rng.below(topics.len())].clone();
+            let name = topics[rng.index(topics.len())].clone();
             let count = c.zk.topics[&name].replicas.len();
-            let p = rng.below(count) as i32;
-            let rf = 1 + rng.below(live.len().min(3));
+            let p = rng.index(count) as i32;
+            let rf = 1 + rng.index(live.len().min(3));
             let mut target = Vec::new();
             while target.len() < rf {
                 let b = rng.pick(&live);
@@ -104,7 +85,7 @@ fn shrink_some_isr(c: &mut Cluster, rng: &mut Rng) {
     if candidates.is_empty() {
         return;
     }
-    let k = candidates[rng.below(candidates.len())].clone();
+    let k = candidates[rng.index(candidates.len())].clone();
     let current = c.zk.states[&k].clone();
     let leader = current.value.leader.unwrap();
     let mut state = current.value.clone();
@@ -120,7 +101,7 @@ fn shrink_some_isr(c: &mut Cluster, rng: &mut Rng) {
         info.zk_version = v.version;
     }
     // Half the time the controller hears of it before anything else happens.
-    if rng.below(2) == 0 {
+    if rng.index(2) == 0 {
         c.run(Event::IsrChanged { states: vec![(k, v)] });
     } else {
         c.queue.push_back(Event::IsrChanged { states: vec![(k, v)] });
@@ -128,8 +109,8 @@ fn shrink_some_isr(c: &mut Cluster, rng: &mut Rng) {
 }
 
 fn run_seed(seed: u64) {
-    let mut rng = Rng(seed);
-    let unclean = if rng.below(4) == 0 {
+    let mut rng = Rng::new(seed);
+    let unclean = if rng.index(4) == 0 {
         UncleanElection::Enabled
     } else {
         UncleanElection::Disabled

@@ -22,6 +22,11 @@
 //! The on-disk formats are documented byte by byte in the module of the file
 //! that writes them: [`batch`], [`offset_index`], [`time_index`],
 //! [`checkpoint`], [`leader_epoch`].
+//!
+//! Depends on: `ferrite-ids` only, of the workspace. Must not know of
+//! replication, the controller, the wire protocol or the broker.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod batch;
 pub mod batch_cache;

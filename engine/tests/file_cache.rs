@@ -20,17 +20,7 @@ fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
+use ferrite_testkit::rng::Rng;
 
 async fn open_all(root: &std::path::Path, mode: WriteMode, cache: &Rc<FileCache>) -> Vec<Rc<PartitionLog>> {
     let mut logs = Vec::new();
@@ -70,7 +60,7 @@ fn workload(seed: u64, mode: WriteMode) {
         let cache = FileCache::new(OPEN_FILES_MAX);
         let logs = open_all(&root, mode, &cache).await;
         let mut sent: Vec<BTreeMap<Offset, Vec<u8>>> = vec![BTreeMap::new(); LOGS];
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         // A read whose file region is held while other files open and close.
         let mut held = None;
         for round in 0..600u64 {

@@ -7,6 +7,8 @@
 //! ZooKeeper's JSON). It holds no logic beyond what a value's own meaning
 //! asks (an offset's checked addition, a directory name's parsing).
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};

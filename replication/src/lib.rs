@@ -12,6 +12,12 @@
 //!   (KIP-101/KIP-279).
 //! - [`offsets`]: `log_start ≤ hw ≤ leo`, asserted in one setter.
 //! - [`action`]: the actions out and the inputs that come back.
+//!
+//! Depends on: `ferrite-ids` and `ferrite-engine` (the log it drives, in
+//! [`local`]). Must not do I/O outside [`local`] (no clock, socket or
+//! ZooKeeper), and must not know of the controller or the broker.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod acks;
 pub mod action;

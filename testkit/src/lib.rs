@@ -3,7 +3,9 @@
 //! - [`zookeeper`]: real ZooKeeper servers (Debian's `zookeeper` package) on
 //!   loopback ports, one or an ensemble of three, each stopped by the test that
 //!   started it (and only that one).
+//! - [`rng`]: the seeded random source of the simulations and model tests.
 
+pub mod rng;
 pub mod zookeeper;
 
 /// A free loopback TCP port (bound then released; good enough for tests).

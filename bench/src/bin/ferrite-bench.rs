@@ -1,5 +1,7 @@
 //! `ferrite-bench`: Ferrite's load generator and benchmarks.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};

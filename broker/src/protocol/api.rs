@@ -140,14 +140,14 @@ pub const SUPPORTED: &[ApiSupport] = &[
         key: ApiKey::ElectLeaders,
         code: super::elect_leaders::API_KEY,
         min: 0,
-        max: super::elect_leaders::MAX_VERSION,
+        max: super::elect_leaders::VERSION_MAX,
         flexible_from: super::elect_leaders::FLEXIBLE_FROM,
     },
     ApiSupport {
         key: ApiKey::InitProducerId,
         code: super::init_producer_id::API_KEY,
         min: 0,
-        max: super::init_producer_id::MAX_VERSION,
+        max: super::init_producer_id::VERSION_MAX,
         flexible_from: super::init_producer_id::FLEXIBLE_FROM,
     },
     // The consumer-group APIs (classic protocol).
@@ -262,8 +262,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::OffsetForLeaderEpoch,
         code: super::offset_for_leader_epoch::API_KEY,
-        min: super::offset_for_leader_epoch::MIN_VERSION,
-        max: super::offset_for_leader_epoch::MAX_VERSION,
+        min: super::offset_for_leader_epoch::VERSION_MIN,
+        max: super::offset_for_leader_epoch::VERSION_MAX,
         flexible_from: super::offset_for_leader_epoch::FLEXIBLE_FROM,
     },
 ];

@@ -12,7 +12,7 @@
 use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const API_KEY: i16 = 43;
-pub const MAX_VERSION: i16 = 2;
+pub const VERSION_MAX: i16 = 2;
 pub const FLEXIBLE_FROM: i16 = 2;
 /// `election_type` 0: the preferred replica.
 pub const PREFERRED: i8 = 0;

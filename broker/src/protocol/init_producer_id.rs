@@ -9,7 +9,7 @@
 use super::wire::{Reader, WireResult, Writer};
 
 pub const API_KEY: i16 = 22;
-pub const MAX_VERSION: i16 = 4;
+pub const VERSION_MAX: i16 = 4;
 pub const FLEXIBLE_FROM: i16 = 2;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn round_trips_at_every_version() {
-        for v in 0..=MAX_VERSION {
+        for v in 0..=VERSION_MAX {
             let req = InitProducerIdRequest {
                 transactional_id: None,
                 transaction_timeout_ms: 60_000,

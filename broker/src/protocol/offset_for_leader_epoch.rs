@@ -19,8 +19,8 @@ use ferrite_replication::BrokerId;
 use super::wire::{capacity, Reader, WireError, WireResult, Writer};
 
 pub const API_KEY: i16 = 23;
-pub const MIN_VERSION: i16 = 2;
-pub const MAX_VERSION: i16 = 4;
+pub const VERSION_MIN: i16 = 2;
+pub const VERSION_MAX: i16 = 4;
 pub const FLEXIBLE_FROM: i16 = 4;
 
 /// `replica_id` of a consumer.
@@ -30,7 +30,7 @@ pub const CONSUMER_REPLICA_ID: BrokerId = BrokerId(-1);
 pub const DEBUG_REPLICA_ID: BrokerId = BrokerId(-2);
 
 pub fn supports(version: i16) -> bool {
-    (MIN_VERSION..=MAX_VERSION).contains(&version)
+    (VERSION_MIN..=VERSION_MAX).contains(&version)
 }
 
 pub fn is_flexible(version: i16) -> bool {
@@ -271,7 +271,7 @@ mod tests {
 
     #[test]
     fn every_truncation_is_an_error() {
-        for v in MIN_VERSION..=MAX_VERSION {
+        for v in VERSION_MIN..=VERSION_MAX {
             let mut w = Writer::new();
             request().encode(&mut w, v);
             let full = w.into_bytes().freeze();

@@ -339,6 +339,32 @@ pub fn latest_offset(bootstrap: &str, topic: &str, partition: i32) -> (i16, i64)
     }
 }
 
+/// The log end of the broker's own replica of a partition (ListOffsets
+/// from Kafka's debugging replica id, -2, which a follower answers too);
+/// `None` if it does not answer one.
+pub fn own_log_end(bootstrap: &str, topic: &str, partition: i32) -> Option<i64> {
+    let mut c = Connection::connect(bootstrap, "cluster-test").ok()?;
+    let topics = [(topic.to_string(), vec![partition])];
+    let mut r = c
+        .call(2, codec::LIST_OFFSETS_V, |w| codec::list_offsets_as(w, -2, -1, &topics))
+        .ok()?;
+    let answers = codec::decode_list_offsets(&mut r).ok()?;
+    answers.first().filter(|p| p.error == 0).map(|p| p.offset)
+}
+
+/// Waits until every broker of `ids` holds the partition's records below
+/// `hw` (its own replica's log end reached it).
+pub fn wait_replicas_reach(cluster: &Cluster, ids: &[i32], topic: &str, partition: i32, hw: i64) {
+    for id in ids {
+        let bootstrap = cluster.broker_ref(*id).bootstrap();
+        wait_for(
+            &format!("broker {id}'s replica to reach {hw}"),
+            Duration::from_secs(30),
+            || own_log_end(&bootstrap, topic, partition).filter(|end| *end >= hw),
+        );
+    }
+}
+
 /// Every record of partition `partition` from offset 0, as (offset, value);
 /// `None` if the broker answers an error (not the leader yet, say).
 pub fn try_consume_all(bootstrap: &str, topic: &str, partition: i32) -> Option<Vec<(i64, Vec<u8>)>> {

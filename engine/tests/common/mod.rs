@@ -93,26 +93,8 @@ pub fn split_batches(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// A small seeded generator (SplitMix64): tests print the seed on failure.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
+#[allow(unused_imports)] // not every test file draws numbers
+pub use ferrite_testkit::rng::Rng;
 
 /// Runs `body(seed)` for each seed, printing the seed of the first failure.
 pub fn for_seeds(seeds: std::ops::Range<u64>, body: impl Fn(u64)) {

@@ -4,31 +4,7 @@
 use ferrite_engine::types::{LeaderEpoch, Offset};
 use ferrite_replication::{BrokerId, EpochHistory, ZkVersion};
 
-/// splitmix64: small, fast, and the same sequence on every machine.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0);
-        self.next() % n
-    }
-
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+pub use ferrite_testkit::rng::Rng;
 
 /// One record: the epoch it was written in and a value unique in the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -34,9 +34,9 @@ pub use super::wire::ProtocolError;
 use super::wire::{check_version, known_version, Reader, Writer};
 
 /// Newest `ConsumerProtocolSubscription` version this module understands.
-pub const MAX_SUBSCRIPTION_VERSION: i16 = 3;
+pub const SUBSCRIPTION_VERSION_MAX: i16 = 3;
 /// Newest `ConsumerProtocolAssignment` version this module understands.
-pub const MAX_ASSIGNMENT_VERSION: i16 = 3;
+pub const ASSIGNMENT_VERSION_MAX: i16 = 3;
 
 /// The partitions of one topic, as the consumer protocol groups them (see
 /// `assignor::to_topic_partitions` for converting from flat pairs).
@@ -65,7 +65,7 @@ pub struct Subscription {
 impl Default for Subscription {
     fn default() -> Self {
         Subscription {
-            version: MAX_SUBSCRIPTION_VERSION,
+            version: SUBSCRIPTION_VERSION_MAX,
             topics: Vec::new(),
             user_data: None,
             owned_partitions: Vec::new(),
@@ -88,7 +88,7 @@ impl Subscription {
     /// Encodes at `self.version`, failing if the version is not 0–3 or a
     /// string, byte field or array is too long for its length prefix.
     pub fn try_encode(&self) -> Result<Bytes, ProtocolError> {
-        let version = check_version("subscription", self.version, MAX_SUBSCRIPTION_VERSION)?;
+        let version = check_version("subscription", self.version, SUBSCRIPTION_VERSION_MAX)?;
         let mut w = Writer::new(BytesMut::new());
         w.buf().put_i16(version);
         w.array_len("topics", self.topics.len())?;
@@ -112,7 +112,7 @@ impl Subscription {
     pub fn decode(buf: &[u8]) -> Result<Subscription, ProtocolError> {
         let mut r = Reader::new(buf);
         let raw = r.i16("subscription version")?;
-        let version = known_version("subscription", raw, MAX_SUBSCRIPTION_VERSION)?;
+        let version = known_version("subscription", raw, SUBSCRIPTION_VERSION_MAX)?;
         let count = r.array_len("topics", 2)?;
         let mut topics = Vec::with_capacity(count);
         for _ in 0..count {
@@ -150,7 +150,7 @@ pub struct Assignment {
 impl Default for Assignment {
     fn default() -> Self {
         Assignment {
-            version: MAX_ASSIGNMENT_VERSION,
+            version: ASSIGNMENT_VERSION_MAX,
             partitions: Vec::new(),
             user_data: None,
         }
@@ -169,7 +169,7 @@ impl Assignment {
 
     /// Encodes, failing if the version is not 0–3 or a length overflows.
     pub fn try_encode(&self) -> Result<Bytes, ProtocolError> {
-        let version = check_version("assignment", self.version, MAX_ASSIGNMENT_VERSION)?;
+        let version = check_version("assignment", self.version, ASSIGNMENT_VERSION_MAX)?;
         let mut w = Writer::new(BytesMut::new());
         w.buf().put_i16(version);
         write_topic_partitions(&mut w, "assigned_partitions", &self.partitions)?;
@@ -181,7 +181,7 @@ impl Assignment {
     pub fn decode(buf: &[u8]) -> Result<Assignment, ProtocolError> {
         let mut r = Reader::new(buf);
         let raw = r.i16("assignment version")?;
-        let version = known_version("assignment", raw, MAX_ASSIGNMENT_VERSION)?;
+        let version = known_version("assignment", raw, ASSIGNMENT_VERSION_MAX)?;
         let partitions = read_topic_partitions(&mut r, "assigned_partitions")?;
         let user_data = r.nullable_bytes("user_data")?;
         Ok(Assignment {
