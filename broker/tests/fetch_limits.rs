@@ -29,6 +29,17 @@ fn produce(c: &mut Client, partition: i32, batch: &[u8]) {
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
 }
 
+/// Creates `TOPIC` with `partitions` partitions.
+fn create_topic(c: &mut Client, partitions: i32) {
+    let create = km::CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![km::create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(s(TOPIC)))
+            .with_num_partitions(partitions)
+            .with_replication_factor(1)]);
+    assert_eq!(c.call(&create, 7).topics[0].error_code, 0);
+}
+
 /// Bytes each of `partitions` answered (from offset 0, each limited to
 /// `partition_max`, the response to `max_bytes`).
 fn fetch(c: &mut Client, partitions: &[i32], partition_max: i32, max_bytes: i32) -> Vec<usize> {
@@ -69,13 +80,7 @@ fn fetch(c: &mut Client, partitions: &[i32], partition_max: i32, max_bytes: i32)
 fn a_fetch_of_several_partitions_keeps_each_limit_as_if_read_in_order() {
     let b = Broker::start(&[]);
     let mut c = Client::connect(b.addr());
-    let create = km::CreateTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topics(vec![km::create_topics_request::CreatableTopic::default()
-            .with_name(TopicName(s(TOPIC)))
-            .with_num_partitions(4)
-            .with_replication_factor(1)]);
-    assert_eq!(c.call(&create, 7).topics[0].error_code, 0);
+    create_topic(&mut c, 4);
     // Partition 0 stays empty; 1 holds one big batch; 2 and 3 two small
     // ones each.
     let big = build_batch(Offset(0), TimestampMs(0), &[&[7u8; 2000][..]]);
@@ -157,13 +162,7 @@ fn fetch_waiting(
 fn a_fetch_waits_only_while_min_bytes_could_still_come_from_partitions_that_exist() {
     let b = Broker::start(&[]);
     let mut c = Client::connect(b.addr());
-    let create = km::CreateTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topics(vec![km::create_topics_request::CreatableTopic::default()
-            .with_name(TopicName(s(TOPIC)))
-            .with_num_partitions(2)
-            .with_replication_factor(1)]);
-    assert_eq!(c.call(&create, 7).topics[0].error_code, 0);
+    create_topic(&mut c, 2);
     // Partition 0: eight batches of about 1 KiB; partition 1 stays empty.
     let batch = build_batch(Offset(0), TimestampMs(0), &[&[3u8; 1000][..]]);
     for _ in 0..8 {

@@ -381,19 +381,7 @@ fn a_cold_region_is_read_directly_once_then_through_the_page_cache() {
     let mut c = Client::connect(b.addr());
     // Batches of 100 KB: header reads cache a few pages of the region, not
     // all of it.
-    for i in 0..6u8 {
-        let value = vec![i; 100_000];
-        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[&value]));
-        let req = km::ProduceRequest::default()
-            .with_acks(1)
-            .with_timeout_ms(5000)
-            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
-                .with_name(TopicName(s("cold")))
-                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(batch))])]);
-        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
-    }
+    produce_100kb_batches(&mut c, "cold", 6);
     let fetch_from = |offset: i64| {
         km::FetchRequest::default()
             .with_max_bytes(1 << 20)
@@ -442,19 +430,7 @@ fn a_sequential_cold_reader_is_sent_what_was_read_ahead_for_it_unchanged() {
     let mut b = Broker::start(&[&format!("ferrite.metrics.listen=127.0.0.1:{metrics_port}")]);
     let mut c = Client::connect(b.addr());
     let batches = 24u8;
-    for i in 0..batches {
-        let value = vec![i; 100_000];
-        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[&value]));
-        let req = km::ProduceRequest::default()
-            .with_acks(1)
-            .with_timeout_ms(5000)
-            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
-                .with_name(TopicName(s("ahead")))
-                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(batch))])]);
-        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
-    }
+    produce_100kb_batches(&mut c, "ahead", batches as u32);
     let records = |c: &mut Client, offset: i64, max: i32| {
         let r = c.call(
             &km::FetchRequest::default().with_max_bytes(8 << 20).with_topics(vec![
@@ -507,19 +483,7 @@ fn a_cached_region_sent_on_the_shard_reaches_a_slow_reader_whole() {
     let mut c = Client::connect(b.addr());
     // 24 MB: more than the socket buffers on both sides hold.
     let batches = 240u32;
-    for i in 0..batches {
-        let value = vec![(i % 251) as u8; 100_000];
-        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[&value]));
-        let req = km::ProduceRequest::default()
-            .with_acks(1)
-            .with_timeout_ms(5000)
-            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
-                .with_name(TopicName(s("slow")))
-                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(batch))])]);
-        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
-    }
+    produce_100kb_batches(&mut c, "slow", batches);
     let fetch =
         km::FetchRequest::default()
             .with_max_bytes(32 << 20)
@@ -550,4 +514,22 @@ fn a_cached_region_sent_on_the_shard_reaches_a_slow_reader_whole() {
     let text = scrape(metrics_port);
     let inline = value(&text, "ferrite_fetch_file_sent_bytes_total{path=\"inline\"}").unwrap_or(0.0);
     assert_eq!(inline, first.len() as f64);
+}
+
+/// `count` batches of one 100 KB record each (batch `i` filled with
+/// `i % 251`) to partition 0 of `topic`, acks=1.
+fn produce_100kb_batches(c: &mut Client, topic: &str, count: u32) {
+    for i in 0..count {
+        let value = vec![(i % 251) as u8; 100_000];
+        let batch = Bytes::from(build_batch(Offset(0), TimestampMs(0), &[&value]));
+        let req = km::ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![km::produce_request::TopicProduceData::default()
+                .with_name(TopicName(s(topic)))
+                .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch))])]);
+        assert_eq!(c.call(&req, 9).responses[0].partition_responses[0].error_code, 0);
+    }
 }

@@ -84,50 +84,69 @@ pub async fn send_inline<W: futures_lite::AsyncWrite + Unpin>(
     let mut at = chunk.position;
     w.flush().await?;
     while at < end {
-        let mut off = at as libc::off_t;
-        let len = (end - at).min(SENDFILE_CALL_BYTES_MAX) as usize;
-        // SAFETY: both descriptors are open for the call (the socket is the
-        // connection's, the file the chunk's); `off` is a local.
-        let n = unsafe { libc::sendfile(sock, file, &mut off, len) };
-        if n > 0 {
-            at += n as u64;
-            continue;
-        }
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "file region ends before its length",
-            ));
-        }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EINTR) => {}
-            Some(libc::EAGAIN) => {
-                let mut byte = [0u8; 1];
-                // SAFETY: pread of one byte into a local, from an open file.
-                let got = unsafe { libc::pread(file, byte.as_mut_ptr().cast(), 1, at as libc::off_t) };
-                if got != 1 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "file region ends before its length",
-                    ));
-                }
-                let stall = Duration::from_millis(SEND_STALL_MS_MAX);
-                let wrote = futures_lite::future::or(async { w.write_all(&byte).await.map(|_| 1) }, async {
-                    glommio::timer::sleep(stall).await;
-                    Err(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "client stopped reading",
-                    ))
-                })
-                .await?;
-                at += wrote;
-                w.flush().await?;
-            }
-            _ => return Err(err),
+        let len = (end - at).min(SENDFILE_CALL_BYTES_MAX);
+        match sendfile_once(sock, file, at, len)? {
+            Sendfile::Sent(n) => at += n,
+            Sendfile::Interrupted => {}
+            Sendfile::SocketFull => at += send_next_byte(w, file, at).await?,
         }
     }
     Ok(())
+}
+
+/// Sends the byte at `at` of `file` through `w`, which waits for room on
+/// the shard's ring as any write does, at most `SEND_STALL_MS_MAX`.
+async fn send_next_byte<W: futures_lite::AsyncWrite + Unpin>(w: &mut W, file: RawFd, at: u64) -> std::io::Result<u64> {
+    use futures_lite::AsyncWriteExt;
+    let mut byte = [0u8; 1];
+    // SAFETY: pread of one byte into a local, from an open file.
+    let got = unsafe { libc::pread(file, byte.as_mut_ptr().cast(), 1, at as libc::off_t) };
+    if got != 1 {
+        return Err(region_cut_short());
+    }
+    let stall = Duration::from_millis(SEND_STALL_MS_MAX);
+    futures_lite::future::or(async { w.write_all(&byte).await.map(|_| 1) }, async {
+        glommio::timer::sleep(stall).await;
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "client stopped reading",
+        ))
+    })
+    .await?;
+    w.flush().await?;
+    Ok(1)
+}
+
+/// What one `sendfile(2)` call did.
+enum Sendfile {
+    Sent(u64),
+    /// The socket took nothing (EAGAIN).
+    SocketFull,
+    Interrupted,
+}
+
+fn region_cut_short() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "file region ends before its length")
+}
+
+/// One `sendfile(2)` of up to `len` bytes of `file` at `at` to `sock`.
+fn sendfile_once(sock: RawFd, file: RawFd, at: u64, len: u64) -> std::io::Result<Sendfile> {
+    let mut off = at as libc::off_t;
+    // SAFETY: both descriptors are open for the call (the callers hold the
+    // socket's connection and the file's chunk); `off` is a local.
+    let n = unsafe { libc::sendfile(sock, file, &mut off, len as usize) };
+    if n > 0 {
+        return Ok(Sendfile::Sent(n as u64));
+    }
+    if n == 0 {
+        return Err(region_cut_short());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EINTR) => Ok(Sendfile::Interrupted),
+        Some(libc::EAGAIN) => Ok(Sendfile::SocketFull),
+        _ => Err(err),
+    }
 }
 
 /// Sends all of `chunk` to the (non-blocking) socket `sock`.
@@ -168,24 +187,10 @@ fn sendfile_bounded(sock: RawFd, file: RawFd, pos: u64, len: u64) -> std::io::Re
     let deadline = Instant::now() + Duration::from_millis(SENDFILE_CALL_WAIT_MS_MAX);
     let mut sent = 0u64;
     while sent < len {
-        let mut off = (pos + sent) as libc::off_t;
-        // SAFETY: both descriptors are open for the duration of this call
-        // (see send_chunk); `off` is a valid pointer to a local.
-        let n = unsafe { libc::sendfile(sock, file, &mut off, (len - sent) as usize) };
-        if n > 0 {
-            sent += n as u64;
-            continue;
-        }
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "file region ends before its length",
-            ));
-        }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN) => {
+        match sendfile_once(sock, file, pos + sent, len - sent)? {
+            Sendfile::Sent(n) => sent += n,
+            Sendfile::Interrupted => {}
+            Sendfile::SocketFull => {
                 if sent > 0 {
                     break;
                 }
@@ -201,7 +206,6 @@ fn sendfile_bounded(sock: RawFd, file: RawFd, pos: u64, len: u64) -> std::io::Re
                 // SAFETY: one valid pollfd.
                 unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
             }
-            _ => return Err(err),
         }
     }
     Ok(sent)
