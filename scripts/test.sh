@@ -43,9 +43,10 @@ cargo fmt --all --check
 
 section "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked --features ferrite-broker/fault-injection -- -D warnings
 
 section "tests"
-cargo test --workspace --locked
+cargo test --workspace --locked --features ferrite-broker/fault-injection
 
 if [ "${FERRITE_CI_FREE_DISK:-0}" = 1 ]; then
   section "freeing the debug build (FERRITE_CI_FREE_DISK=1)"

@@ -77,7 +77,8 @@ pub struct BrokerConfig {
     pub groups: GroupConfig,
     /// The `offsets.*` settings of `__consumer_offsets`.
     pub offsets: OffsetsConfig,
-    /// `ferrite.fault.produce.drop.response.every`: for tests, every N-th
+    /// `ferrite.fault.produce.drop.response.every`: for tests (builds with
+    /// the `fault-injection` feature; others refuse a value but 0), every N-th
     /// produce is appended but its answer dropped by closing the connection
     /// (0: never).
     pub fault_drop_produce_response_every: u64,
@@ -359,7 +360,17 @@ impl BrokerConfig {
                 }
                 "offsets.retention.check.interval.ms" => self.offsets.retention_check_interval_ms = num(k, v)?,
                 "offset.metadata.max.bytes" => self.offsets.metadata_bytes_max = num(k, v)?,
-                "ferrite.fault.produce.drop.response.every" => self.fault_drop_produce_response_every = num(k, v)?,
+                "ferrite.fault.produce.drop.response.every" => {
+                    let every: u64 = num(k, v)?;
+                    if every != 0 && !cfg!(feature = "fault-injection") {
+                        return Err(invalid(
+                            k,
+                            v,
+                            "this build has no fault injection (cargo feature fault-injection, for tests)",
+                        ));
+                    }
+                    self.fault_drop_produce_response_every = every;
+                }
                 "ferrite.shards" => self.shards = num(k, v)?,
                 "ferrite.cpu.pinning" => {
                     self.cpu_pinning = match v {
@@ -453,6 +464,17 @@ mod tests {
         assert_eq!(c.pinning().cpu_of(0, 2), None);
         let bad = c.apply(&pairs(&[("ferrite.cpu.pinning", "some")]));
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn fault_injection_is_taken_only_by_builds_that_have_it() {
+        let mut c = BrokerConfig::default();
+        let set = |c: &mut BrokerConfig, v: &str| {
+            c.apply(&[("ferrite.fault.produce.drop.response.every".to_string(), v.to_string())])
+        };
+        assert!(set(&mut c, "0").is_ok(), "off is always accepted");
+        let seven = set(&mut c, "7");
+        assert_eq!(seven.is_ok(), cfg!(feature = "fault-injection"), "{seven:?}");
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("offsets.retention.minutes", Int, Some("10080"), "Minutes an empty group's committed offsets are kept."),
     b!("offsets.retention.check.interval.ms", Long, Some("600000"), "Milliseconds between two checks for expired offsets."),
     b!("offset.metadata.max.bytes", Int, Some("4096"), "Longest metadata string an offset commit may carry."),
-    b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests: drop the answer of every N-th produce (0: never)."),
+    b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests (builds with the fault-injection feature): drop the answer of every N-th produce (0: never)."),
     b!("ferrite.log.cache.bytes.per.shard", Long, Some("67108864"), "Ferrite: bytes of recent batches a shard's partitions keep in memory together; the longest cached go first."),
     b!("ferrite.log.open.files.per.shard", Int, Some("0"), "Ferrite: segment files a shard keeps open at most, the least recently used closed beyond it; 0 derives it from the open-files limit, keeping a quarter (at least 1024) for connections."),
     b!("ferrite.io.memory.bytes.per.shard", Long, Some("8388608"), "Ferrite: each shard's pool of buffers registered with io_uring for direct writes and reads, resident from the start; a segment's write groups are at most an eighth of it. Smaller saves memory, larger keeps more and larger writes in flight without pinning pages per write."),

@@ -153,6 +153,7 @@ pub struct BrokerShard {
     /// Producer ids this shard hands out (InitProducerId).
     pub producer_ids: ProducerIds,
     /// Produce responses answered (for `ferrite.fault.produce.drop.response.every`).
+    #[cfg(feature = "fault-injection")]
     produce_answers: Cell<u64>,
     /// On shard 0 of a standalone broker: one admin change at a time, from
     /// the store through every shard's logs to its undo, so that an undo
@@ -178,6 +179,7 @@ impl BrokerShard {
             id,
             groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
             producer_ids: ProducerIds::default(),
+            #[cfg(feature = "fault-injection")]
             produce_answers: Cell::new(0),
             admin_turn: glommio::sync::Semaphore::new(1),
             live: RefCell::new(Rc::new(LiveConfig::compose(&config, meta.broker_configs.clone()))),
@@ -615,7 +617,9 @@ impl BrokerShard {
 
     /// Fault injection for tests (`ferrite.fault.produce.drop.response.every`
     /// = N): whether this produce's answer is the N-th, to be dropped by
-    /// closing the connection after the append.
+    /// closing the connection after the append. Built only with the
+    /// `fault-injection` feature.
+    #[cfg(feature = "fault-injection")]
     pub fn drop_this_produce_answer(&self) -> bool {
         let every = self.config.fault_drop_produce_response_every;
         if every == 0 {

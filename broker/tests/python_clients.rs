@@ -85,6 +85,7 @@ fn kafka_python_reads_through_incremental_fetch_sessions() {
 }
 
 #[test]
+#[cfg(feature = "fault-injection")]
 fn confluent_kafka_idempotent_producer_survives_lost_answers_without_duplicates() {
     // Every 7th produce is appended but its answer lost (the connection
     // closes): the producer retries, the broker deduplicates.

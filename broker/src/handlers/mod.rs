@@ -110,6 +110,7 @@ async fn dispatch(
                 return if ok { Reply::Nothing } else { Reply::Close };
             }
             Box::pin(produce::produce(shard, p, v, flexible, &mut b, &mut effect)).await;
+            #[cfg(feature = "fault-injection")]
             if shard.drop_this_produce_answer() {
                 tracing::warn!("fault injection: produce appended, answer dropped");
                 return Reply::Close;
