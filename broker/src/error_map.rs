@@ -24,7 +24,9 @@ pub fn engine(e: &EngineError) -> ErrorCode {
             SequenceError::OutOfOrder { .. } => ErrorCode::OutOfOrderSequenceNumber,
             SequenceError::StaleEpoch { .. } => ErrorCode::InvalidProducerEpoch,
         },
-        EngineError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
+        EngineError::UnknownPartition { .. } | EngineError::DeletedWhileCreated { .. } => {
+            ErrorCode::UnknownTopicOrPartition
+        }
         EngineError::NonContiguousAppend { .. } => ErrorCode::InvalidRequest,
         EngineError::Poisoned { .. }
         | EngineError::Io { .. }

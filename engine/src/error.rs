@@ -121,6 +121,11 @@ pub enum EngineError {
     #[error("partition {tp} is not on this shard")]
     UnknownPartition { tp: TopicPartition },
 
+    /// The partition was deleted while it was being created: what the
+    /// creation made is removed.
+    #[error("partition {tp} was deleted while it was being created")]
+    DeletedWhileCreated { tp: TopicPartition },
+
     #[error("shard {shard} is not running")]
     ShardGone { shard: usize },
 }

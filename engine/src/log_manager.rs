@@ -116,6 +116,9 @@ pub struct LogManager {
     offline: RefCell<BTreeMap<TopicPartition, String>>,
     /// Deleted partitions' directories not removed yet.
     doomed: DoomedDirs,
+    /// Partitions being created now, each with whether a delete came for it
+    /// meanwhile (the creation then takes back what it made).
+    creating: RefCell<BTreeMap<TopicPartition, bool>>,
     stopping: Cell<bool>,
     tasks: RefCell<Vec<glommio::task::JoinHandle<()>>>,
 }
@@ -152,6 +155,7 @@ impl LogManager {
             logs: RefCell::new(BTreeMap::new()),
             offline: RefCell::new(BTreeMap::new()),
             doomed: DoomedDirs::default(),
+            creating: RefCell::new(BTreeMap::new()),
             stopping: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
         });
@@ -275,9 +279,23 @@ impl LogManager {
         if self.logs.borrow().contains_key(tp) {
             return Err(EngineError::PartitionExists { tp: tp.clone() });
         }
+        if self.creating.borrow().contains_key(tp) {
+            return Err(EngineError::PartitionExists { tp: tp.clone() });
+        }
         let dir = self.partition_dir(tp);
         let fresh = !dir.exists();
-        let log = match PartitionLog::open(self.params(tp, config)).await {
+        self.creating.borrow_mut().insert(tp.clone(), false);
+        let opened = PartitionLog::open(self.params(tp, config)).await;
+        let deleted_meanwhile = self.creating.borrow_mut().remove(tp).unwrap_or(false);
+        if deleted_meanwhile {
+            if let Ok(log) = &opened {
+                log.closed.set(true);
+            }
+            drop(opened);
+            self.remove_dir(tp).await?;
+            return Err(EngineError::DeletedWhileCreated { tp: tp.clone() });
+        }
+        let log = match opened {
             Ok(log) => log,
             Err(e) => {
                 // A partition that could not be created leaves nothing
@@ -342,7 +360,8 @@ impl LogManager {
     /// descriptor left). `false` when there was nothing; a partition this
     /// manager serves or holds offline is left alone.
     pub async fn remove_leftover(&self, tp: &TopicPartition) -> Result<bool> {
-        if self.logs.borrow().contains_key(tp) || self.offline.borrow().contains_key(tp) {
+        let held = self.logs.borrow().contains_key(tp) || self.offline.borrow().contains_key(tp);
+        if held || self.creating.borrow().contains_key(tp) {
             return Ok(false);
         }
         let dir = self.partition_dir(tp);
@@ -362,13 +381,25 @@ impl LogManager {
     /// topic of the same name would pick up. `false` when there was
     /// nothing to delete.
     pub async fn delete(&self, tp: &TopicPartition) -> Result<bool> {
+        // Being created: the creation takes back what it made when it ends.
+        if let Some(deleted) = self.creating.borrow_mut().get_mut(tp) {
+            *deleted = true;
+            return Ok(true);
+        }
         let was_offline = self.offline.borrow_mut().remove(tp).is_some();
         if let Some(log) = self.logs.borrow_mut().remove(tp) {
             log.closed.set(true);
         }
+        let removed = self.remove_dir(tp).await?;
+        Ok(removed || was_offline)
+    }
+
+    /// Renames the partition's directory out of its name and removes it
+    /// ([`crate::doomed_dirs`]); `false` when there was none.
+    async fn remove_dir(&self, tp: &TopicPartition) -> Result<bool> {
         let dir = self.partition_dir(tp);
         if !dir.exists() {
-            return Ok(was_offline);
+            return Ok(false);
         }
         let doomed = self.config.data_dir.join(doomed_name(tp));
         if let Err(e) = std::fs::rename(&dir, &doomed) {

@@ -91,3 +91,33 @@ fn a_start_sweeps_its_own_half_deleted_directories_and_opens_none_of_them() {
         manager.shutdown().await;
     });
 }
+
+#[test]
+fn a_partition_deleted_while_it_is_created_is_not_served_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let mc = LogManagerConfig::new(dir.path());
+        let manager = LogManager::open(mc, ShardId(0), 1, clock, &|_| LogConfig::default())
+            .await
+            .unwrap();
+        // The creation runs until its first wait for I/O; the delete comes
+        // then (a StopReplica behind a LeaderAndIsr).
+        let target = tp();
+        let (created, deleted) = futures::join!(manager.create(&target, LogConfig::default()), async {
+            manager.delete(&target).await
+        });
+        assert!(deleted.unwrap(), "the delete found the creation");
+        assert!(
+            matches!(created, Err(ferrite_engine::EngineError::DeletedWhileCreated { .. })),
+            "{:?}",
+            created.map(|_| ())
+        );
+        assert!(manager.get(&tp()).is_none(), "a deleted partition is served");
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+        // Created again afterwards: an empty log.
+        let again = manager.create(&tp(), LogConfig::default()).await.unwrap();
+        assert_eq!(again.log_end_offset(), Offset(0));
+        manager.shutdown().await;
+    });
+}

@@ -161,6 +161,8 @@ impl ShardReplicas {
                     }
                     None => match shard.logs.get_or_create(&tp, log_config).await {
                         Ok(log) => log,
+                        // A StopReplica deleted it meanwhile: nothing failed.
+                        Err(e @ ferrite_engine::EngineError::DeletedWhileCreated { .. }) => return Err(e.into()),
                         Err(e) => {
                             crate::metrics::partition_not_created();
                             self.not_created.borrow_mut().insert(tp.clone(), e.to_string());
