@@ -24,15 +24,21 @@ fn names(dir: &Path) -> Vec<String> {
     out
 }
 
+/// A log manager over `dir` with one shard.
+async fn one_shard_manager(dir: &Path) -> Rc<LogManager> {
+    let clock: Rc<dyn Clock> = manual_clock();
+    LogManager::open(LogManagerConfig::new(dir), ShardId(0), 1, clock, &|_| {
+        LogConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 #[test]
 fn a_deleted_partition_leaves_nothing_and_a_new_one_of_its_name_starts_empty() {
     let dir = tempfile::tempdir().unwrap();
     run(|| async {
-        let clock: Rc<dyn Clock> = manual_clock();
-        let mc = LogManagerConfig::new(dir.path());
-        let manager = LogManager::open(mc, ShardId(0), 1, clock, &|_| LogConfig::default())
-            .await
-            .unwrap();
+        let manager = one_shard_manager(dir.path()).await;
         let log = manager.create(&tp(), LogConfig::default()).await.unwrap();
         log.append(producer_batch(5, 100, 0, 1), LEADER).await.unwrap();
         assert!(manager.delete(&tp()).await.unwrap());
@@ -96,11 +102,7 @@ fn a_start_sweeps_its_own_half_deleted_directories_and_opens_none_of_them() {
 fn a_partition_deleted_while_it_is_created_is_not_served_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     run(|| async {
-        let clock: Rc<dyn Clock> = manual_clock();
-        let mc = LogManagerConfig::new(dir.path());
-        let manager = LogManager::open(mc, ShardId(0), 1, clock, &|_| LogConfig::default())
-            .await
-            .unwrap();
+        let manager = one_shard_manager(dir.path()).await;
         // The creation runs until its first wait for I/O; the delete comes
         // then (a StopReplica behind a LeaderAndIsr).
         let target = tp();
