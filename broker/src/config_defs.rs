@@ -95,7 +95,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("ferrite.cpu.first", Int, Some("0"), "Ferrite: the CPU of shard 0 when pinned."),
     b!("max.incremental.fetch.session.cache.slots", Int, Some("1000"), "Incremental fetch sessions (KIP-227) the broker keeps, shared out over its shards; 0 keeps none."),
     b!("ferrite.fetch.wait.max.ms", Long, Some("30000"), "Ferrite: the longest a fetch long-polls, whatever it asks."),
-    b!("ferrite.fetch.cold.reads", String, Some("direct"), "Ferrite: how a fetch sends segment regions the page cache does not hold. direct reads a region with O_DIRECT the first time and sends it from memory, and through the page cache when it is read again; sendfile always goes through the page cache."),
+    b!("ferrite.fetch.cold.reads", String, Some("direct"), "Ferrite: how a fetch sends segment regions. direct reads a region the page cache does not hold with O_DIRECT the first time, sends it from memory and reads the same length after it ahead for the reader's next fetch; a region read again goes through the page cache, and one the page cache holds whole goes by sendfile on the shard's own thread. sendfile sends every region by sendfile on the blocking pool."),
     b!("ferrite.metrics.listen", String, None, "Ferrite: the address of the Prometheus metrics endpoint."),
 ];
 
