@@ -17,8 +17,8 @@ use ferrite_controller::BrokerId;
 use ferrite_engine::TopicPartition;
 
 use crate::client::Connection;
-use crate::protocol::elect_leaders::{self, ElectLeadersRequest, ElectLeadersResponse, ElectTopic};
-use crate::protocol::errors;
+use ferrite_protocol::elect_leaders::{self, ElectLeadersRequest, ElectLeadersResponse, ElectTopic};
+use ferrite_protocol::errors;
 
 const ELECT_LEADERS_V: i16 = 1;
 /// Largest plan file read.
@@ -61,7 +61,7 @@ pub enum CliError {
     #[error("{0}")]
     Client(#[from] crate::client::ClientError),
     #[error("malformed response: {0}")]
-    Wire(#[from] crate::protocol::wire::WireError),
+    Wire(#[from] ferrite_protocol::wire::WireError),
     #[error("{0}")]
     Controller(#[from] ferrite_controller::ControllerError),
     #[error("{0}")]

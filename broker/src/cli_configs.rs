@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 
 use crate::client::codec::{self, ALTER_CONFIGS_V, DESCRIBE_CONFIGS_V, METADATA_V};
 use crate::client::{ClientError, Connection};
-use crate::protocol::errors;
+use ferrite_protocol::errors;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;

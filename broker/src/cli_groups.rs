@@ -44,12 +44,12 @@ use clap::{Args, Subcommand};
 use crate::client::codec::{self, MetadataInfo, LIST_OFFSETS_V, METADATA_V};
 use crate::client::group::consumer_protocol::Assignment;
 use crate::client::{ClientError, Connection};
-use crate::protocol::errors::{self, ErrorCode};
-use crate::protocol::group_membership as gm;
-use crate::protocol::group_offsets as go;
-use crate::protocol::groups_admin as ga;
-use crate::protocol::list_offsets::{EARLIEST, LATEST};
-use crate::protocol::wire::{Reader, WireResult, Writer};
+use ferrite_protocol::errors::{self, ErrorCode};
+use ferrite_protocol::group_membership as gm;
+use ferrite_protocol::group_offsets as go;
+use ferrite_protocol::groups_admin as ga;
+use ferrite_protocol::list_offsets::{EARLIEST, LATEST};
+use ferrite_protocol::wire::{Reader, WireResult, Writer};
 
 const LIST_OFFSETS_KEY: i16 = 2;
 const METADATA_KEY: i16 = 3;

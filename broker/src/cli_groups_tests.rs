@@ -1,5 +1,5 @@
 use super::*;
-use crate::protocol::api::ApiKey;
+use ferrite_protocol::api::ApiKey;
 
 #[test]
 fn the_versions_used_are_served_with_the_expected_encoding() {

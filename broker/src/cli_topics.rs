@@ -7,7 +7,7 @@ use crate::client::codec::{
     self, ALTER_CONFIGS_V, CREATE_PARTITIONS_V, CREATE_TOPICS_V, DELETE_TOPICS_V, DESCRIBE_CONFIGS_V, METADATA_V,
 };
 use crate::client::{ClientError, Connection};
-use crate::protocol::errors;
+use ferrite_protocol::errors;
 
 #[derive(Subcommand, Debug)]
 pub enum TopicsCommand {

@@ -67,7 +67,7 @@ pub struct BrokerConfig {
     pub fetch_wait_ms_max: u64,
     /// `ferrite.fetch.cold.reads`: how a fetch sends file regions the page
     /// cache does not hold (`net/direct_read.rs`).
-    pub fetch_cold_reads: crate::protocol::response::SendPath,
+    pub fetch_cold_reads: ferrite_protocol::response::SendPath,
     /// `max.incremental.fetch.session.cache.slots`: fetch sessions the
     /// broker keeps, over all its shards (KIP-227).
     pub fetch_session_slots: usize,
@@ -187,7 +187,7 @@ impl Default for BrokerConfig {
             metrics_listen: None,
             connection_requests_inflight_max: 32,
             fetch_wait_ms_max: 30_000,
-            fetch_cold_reads: crate::protocol::response::SendPath::Direct,
+            fetch_cold_reads: ferrite_protocol::response::SendPath::Direct,
             fetch_session_slots: 1000,
             cluster: ClusterConfig::default(),
             groups: GroupConfig::default(),
@@ -382,7 +382,7 @@ impl BrokerConfig {
                 "ferrite.cpu.first" => self.cpu_first = num(k, v)?,
                 "ferrite.fetch.wait.max.ms" => self.fetch_wait_ms_max = num(k, v)?,
                 "ferrite.fetch.cold.reads" => {
-                    use crate::protocol::response::SendPath;
+                    use ferrite_protocol::response::SendPath;
                     self.fetch_cold_reads = match v {
                         "direct" => SendPath::Direct,
                         "sendfile" => SendPath::Sendfile,

@@ -7,8 +7,8 @@ use ferrite_engine::{BatchError, EngineError};
 use ferrite_replication::{ReplicaOpError, ReplicationError};
 
 use crate::groups::GroupError;
-use crate::protocol::errors::ErrorCode;
 use crate::shard::AdminError;
+use ferrite_protocol::errors::ErrorCode;
 
 pub fn engine(e: &EngineError) -> ErrorCode {
     match e {

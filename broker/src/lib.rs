@@ -1,11 +1,10 @@
 //! The broker: listeners on the shards, the Kafka wire protocol, request
 //! routing and API handlers, the cluster runtime, the group and producer
 //! coordinators, configuration, metrics and the `ferrite` CLI. It still
-//! holds the protocol codec ([`protocol`]) and a client ([`client`]), which
-//! #19 moves into crates of their own.
+//! holds a client ([`client`]), which #19 moves into a crate of its own.
 //!
-//! Depends on: every crate below it (`ferrite-ids`, `ferrite-engine`,
-//! `ferrite-replication`, `ferrite-controller`). Only the benchmarks depend
+//! Depends on: every crate below it (`ferrite-ids`, `ferrite-protocol`,
+//! `ferrite-engine`, `ferrite-replication`, `ferrite-controller`). Only the benchmarks depend
 //! on it.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -28,6 +27,5 @@ pub mod net;
 pub mod open_files;
 pub mod partition_gauges;
 pub mod producer_ids;
-pub mod protocol;
 pub mod server;
 pub mod shard;

@@ -28,8 +28,8 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use crate::protocol::api::ApiKey;
 use crate::shard::BrokerShard;
+use ferrite_protocol::api::ApiKey;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 

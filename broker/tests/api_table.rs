@@ -2,7 +2,7 @@
 //! each API in `SUPPORTED` is a row with its exact version range, and every
 //! row whose Ferrite column is `—` names an API the code does not offer.
 
-use ferrite_broker::protocol::api::SUPPORTED;
+use ferrite_protocol::api::SUPPORTED;
 
 /// (first key, last key, Ferrite column) of each table row.
 fn rows() -> Vec<(i16, i16, String)> {

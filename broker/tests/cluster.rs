@@ -134,14 +134,14 @@ fn a_new_controller_takes_over_and_the_old_epoch_is_refused() {
     wait_for("metadata from the new controller", Duration::from_secs(10), || {
         metadata(&survivor, "none").filter(|m| m.controller == new_controller.0)
     });
-    let stale = ferrite_broker::protocol::update_metadata::UpdateMetadataRequest {
+    let stale = ferrite_protocol::update_metadata::UpdateMetadataRequest {
         controller_id: old_controller,
         controller_epoch: old_epoch,
         broker_epoch: ferrite_controller::control::BrokerEpoch(-1),
         topic_states: vec![],
         live_brokers: vec![],
     };
-    let mut body = ferrite_broker::protocol::wire::Writer::new();
+    let mut body = ferrite_protocol::wire::Writer::new();
     stale.encode(&mut body);
     let frame = codec::frame_v2(6, 7, 1, "stale-controller", body.as_slice());
     use std::io::{Read, Write};
@@ -151,10 +151,10 @@ fn a_new_controller_takes_over_and_the_old_epoch_is_refused() {
     s.read_exact(&mut len).expect("response length");
     let mut resp = vec![0u8; i32::from_be_bytes(len) as usize];
     s.read_exact(&mut resp).expect("response");
-    let mut r = ferrite_broker::protocol::wire::Reader::new(bytes::Bytes::from(resp));
+    let mut r = ferrite_protocol::wire::Reader::new(bytes::Bytes::from(resp));
     r.i32("correlation").unwrap();
     r.skip_tagged_fields().unwrap();
-    let answer = ferrite_broker::protocol::update_metadata::UpdateMetadataResponse::decode(&mut r).unwrap();
+    let answer = ferrite_protocol::update_metadata::UpdateMetadataResponse::decode(&mut r).unwrap();
     assert_eq!(answer.error_code, 11, "STALE_CONTROLLER_EPOCH");
 }
 

@@ -3,13 +3,11 @@
 //! decodes them. Every supported version of every API is exercised.
 
 use bytes::{Bytes, BytesMut};
-use ferrite_broker::protocol::api::{ApiKey, SUPPORTED};
-use ferrite_broker::protocol::request::{decode_frame, Decoded, RequestBody};
-use ferrite_broker::protocol::response::{Chunk, ResponseBuilder};
-use ferrite_broker::protocol::wire::Writer;
-use ferrite_broker::protocol::{
-    api_versions, configs, describe_cluster, fetch, list_offsets, metadata, produce, topics_admin,
-};
+use ferrite_protocol::api::{ApiKey, SUPPORTED};
+use ferrite_protocol::request::{decode_frame, Decoded, RequestBody};
+use ferrite_protocol::response::{Chunk, ResponseBuilder};
+use ferrite_protocol::wire::Writer;
+use ferrite_protocol::{api_versions, configs, describe_cluster, fetch, list_offsets, metadata, produce, topics_admin};
 use kafka_protocol::messages as km;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
@@ -27,11 +25,7 @@ fn versions(api: ApiKey) -> std::ops::RangeInclusive<i16> {
 }
 
 /// Encodes a header + body with the oracle and decodes it with ours.
-fn ours<R: Encodable + HeaderVersion>(
-    key: i16,
-    version: i16,
-    body: &R,
-) -> Box<ferrite_broker::protocol::request::Request> {
+fn ours<R: Encodable + HeaderVersion>(key: i16, version: i16, body: &R) -> Box<ferrite_protocol::request::Request> {
     let mut buf = BytesMut::new();
     let header = km::RequestHeader::default()
         .with_request_api_key(key)
@@ -62,7 +56,7 @@ fn theirs<R: Decodable>(bytes: &[u8], version: i16) -> R {
 fn api_versions_response_decodes_at_every_version() {
     for v in versions(ApiKey::ApiVersions) {
         let mut w = Writer::new();
-        api_versions::encode_response(&mut w, v, ferrite_broker::protocol::errors::ErrorCode::None);
+        api_versions::encode_response(&mut w, v, ferrite_protocol::errors::ErrorCode::None);
         let r: km::ApiVersionsResponse = theirs(w.as_slice(), v);
         assert_eq!(r.api_keys.len(), SUPPORTED.len());
         let produce = r.api_keys.iter().find(|k| k.api_key == 0).unwrap();

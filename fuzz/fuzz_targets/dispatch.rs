@@ -9,11 +9,11 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use ferrite_broker::config::BrokerConfig;
 use ferrite_broker::handlers;
-use ferrite_broker::protocol::request::{decode_frame, Decoded};
 use ferrite_broker::server::Server;
 use ferrite_broker::shard::BrokerShard;
 use ferrite_engine::shard::ShardHandle;
 use ferrite_engine::ShardId;
+use ferrite_protocol::request::{decode_frame, Decoded};
 use libfuzzer_sys::fuzz_target;
 
 fn broker() -> &'static ShardHandle<BrokerShard> {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use bytes::Bytes;
-use ferrite_broker::protocol::request::decode_frame;
+use ferrite_protocol::request::decode_frame;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use crate::protocol::wire::{capacity, Reader, WireResult, Writer};
+use ferrite_protocol::wire::{capacity, Reader, WireResult, Writer};
 
 pub const METADATA_V: i16 = 4;
 pub const PRODUCE_V: i16 = 7;

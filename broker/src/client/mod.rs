@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::protocol::wire::{Reader, WireError, Writer};
+use ferrite_protocol::wire::{Reader, WireError, Writer};
 
 /// Largest response frame accepted.
 pub const RESPONSE_BYTES_MAX: usize = 256 << 20;

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use crate::protocol::wire::{capacity, Reader, WireResult, Writer};
+use ferrite_protocol::wire::{capacity, Reader, WireResult, Writer};
 
 pub const REPLICA_FETCH_V: i16 = 11;
 
@@ -132,7 +132,7 @@ pub fn whole_batches(records: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::fetch::FetchRequest;
+    use ferrite_protocol::fetch::FetchRequest;
 
     #[test]
     fn our_fetch_decoder_reads_the_follower_request() {

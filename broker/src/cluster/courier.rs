@@ -23,12 +23,13 @@ use tokio::sync::mpsc;
 
 use super::ClusterShared;
 use crate::client::codec::invalid_data;
-use crate::protocol::controlled_shutdown::{self, ControlledShutdownRequest, ControlledShutdownResponse};
-use crate::protocol::controller_rpc::{self, ControlHeader, ControllerRpc};
-use crate::protocol::leader_and_isr::LeaderAndIsrResponse;
-use crate::protocol::stop_replica::StopReplicaResponse;
-use crate::protocol::update_metadata::UpdateMetadataResponse;
-use crate::protocol::wire::{Reader, Writer};
+use crate::cluster::controller_wire;
+use ferrite_protocol::controlled_shutdown::{self, ControlledShutdownRequest, ControlledShutdownResponse};
+use ferrite_protocol::controller_rpc::{ControlHeader, ControllerRpc};
+use ferrite_protocol::leader_and_isr::LeaderAndIsrResponse;
+use ferrite_protocol::stop_replica::StopReplicaResponse;
+use ferrite_protocol::update_metadata::UpdateMetadataResponse;
+use ferrite_protocol::wire::{Reader, Writer};
 
 /// Names the controller's connections in the receivers' logs.
 const CLIENT_ID: &str = "ferrite-controller";
@@ -165,7 +166,7 @@ async fn send(shared: &ClusterShared, c: &mut Conn, item: &Item) -> std::io::Res
         // The controller does not track the receivers' registrations.
         broker_epoch: BrokerEpoch(-1),
     };
-    let rpc = controller_rpc::to_wire(&item.request, header);
+    let rpc = controller_wire::to_wire(&item.request, header);
     let mut body = Writer::new();
     rpc.encode(&mut body);
     let mut r = c.call(rpc.api_key(), rpc.version(), body.as_slice()).await?;
@@ -234,5 +235,5 @@ pub async fn controlled_shutdown(
     if resp.error_code != 0 {
         return Err(format!("the controller answered error {}", resp.error_code));
     }
-    Ok(controller_rpc::still_leading(&resp))
+    Ok(controller_wire::still_leading(&resp))
 }

@@ -23,8 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::client::codec::{self, LIST_OFFSETS_V};
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::list_offsets::{DEBUGGING_REPLICA_ID, LATEST};
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::list_offsets::{DEBUGGING_REPLICA_ID, LATEST};
 
 /// The longest a creation waits for its replicas' answers.
 pub const CHECK_MAX: Duration = Duration::from_secs(10);

@@ -25,11 +25,11 @@ use super::ClusterShared;
 use crate::client::codec::invalid_data;
 use crate::client::codec::{frame, response_body, response_len};
 use crate::client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition, ReplicaFetched};
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::offset_for_leader_epoch::{
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::offset_for_leader_epoch::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
-use crate::protocol::wire::Reader;
+use ferrite_protocol::wire::Reader;
 
 const OFFSET_FOR_LEADER_EPOCH_V: i16 = 3;
 /// Pause after a failed connection or a retriable error.
@@ -263,7 +263,7 @@ impl Conn {
         &mut self,
         api_key: i16,
         version: i16,
-        body: impl FnOnce(&mut crate::protocol::wire::Writer),
+        body: impl FnOnce(&mut ferrite_protocol::wire::Writer),
     ) -> std::io::Result<Reader> {
         self.correlation = self.correlation.wrapping_add(1);
         let bytes = frame(api_key, version, self.correlation, "ferrite-replica-fetcher", body);
@@ -445,7 +445,7 @@ async fn epoch_queries(
     };
     let mut r = c
         .call(
-            crate::protocol::offset_for_leader_epoch::API_KEY,
+            ferrite_protocol::offset_for_leader_epoch::API_KEY,
             OFFSET_FOR_LEADER_EPOCH_V,
             |w| req.encode(w, OFFSET_FOR_LEADER_EPOCH_V),
         )

@@ -16,6 +16,7 @@
 
 pub mod admin;
 pub mod config_changes;
+pub mod controller_wire;
 pub mod courier;
 pub mod created_check;
 pub mod fetcher;

@@ -37,7 +37,7 @@ use ferrite_replication::MonoMs;
 
 use super::group::GroupSnapshot;
 use super::member::{Member, MemberPhase};
-use crate::protocol::wire::{capacity, Reader, WireError, Writer};
+use ferrite_protocol::wire::{capacity, Reader, WireError, Writer};
 
 const OFFSET_KEY_VERSION: i16 = 1;
 const GROUP_KEY_VERSION: i16 = 2;

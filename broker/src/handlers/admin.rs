@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::error_map;
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::response::ResponseBuilder;
-use crate::protocol::topics_admin::{
+use crate::shard::{AdminOp, BrokerShard};
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::response::ResponseBuilder;
+use ferrite_protocol::topics_admin::{
     encode_create_partitions, encode_create_topics, encode_delete_topics, CreatableTopicResult,
     CreatePartitionsRequest, CreateTopicsRequest, DeletableTopicResult, DeleteTopicsRequest,
 };
-use crate::shard::{AdminOp, BrokerShard};
 
 pub async fn create_topics(
     shard: &Rc<BrokerShard>,

@@ -24,14 +24,14 @@ use crate::config_defs;
 use crate::config_live::LiveConfig;
 use crate::error_map;
 use crate::log_levels::{self, LevelOp, Refusal};
-use crate::protocol::configs::{
+use crate::shard::{AdminOp, BrokerShard};
+use ferrite_protocol::configs::{
     encode_alter, encode_describe, AlterConfigsRequest, ConfigEntry, ConfigSource, ConfigSynonym,
     DescribeConfigsRequest, DescribeConfigsResult, IncrementalAlterConfigsRequest, OP_APPEND, OP_DELETE, OP_SET,
     OP_SUBTRACT, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
 };
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::response::ResponseBuilder;
-use crate::shard::{AdminOp, BrokerShard};
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::response::ResponseBuilder;
 
 /// What DescribeConfigs was asked to include.
 #[derive(Clone, Copy)]

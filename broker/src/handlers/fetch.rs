@@ -19,10 +19,10 @@ use ferrite_replication::{BrokerId, RoleKind};
 
 use super::fetch_wait::{generation_on_owner, Fetcher, Watches};
 use crate::error_map;
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::fetch::{encode_response, FetchPartitionResponse, FetchRequest, FetchTopicResponse};
-use crate::protocol::response::{Chunk, FileChunk, ResponseBuilder};
 use crate::shard::BrokerShard;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::fetch::{encode_response, FetchPartitionResponse, FetchRequest, FetchTopicResponse};
+use ferrite_protocol::response::{Chunk, FileChunk, ResponseBuilder};
 
 /// Largest fetch response, whatever the request asks (Kafka's broker
 /// `fetch.max.bytes` default).

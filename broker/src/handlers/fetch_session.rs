@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 
 use ferrite_engine::ShardId;
 
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::fetch::{
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::fetch::{
     FetchPartition, FetchPartitionResponse, FetchRequest, FetchTopic, FetchTopicResponse, FINAL_EPOCH, INITIAL_EPOCH,
 };
 

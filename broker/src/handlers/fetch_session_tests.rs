@@ -1,5 +1,5 @@
 use super::*;
-use crate::protocol::response::Chunk;
+use ferrite_protocol::response::Chunk;
 
 fn asked(partition: i32, fetch_offset: i64) -> FetchPartition {
     FetchPartition {

@@ -36,8 +36,8 @@ use ferrite_engine::notify::Notify;
 use ferrite_engine::{PartitionLog, ShardId, TopicPartition};
 use ferrite_replication::LocalReplica;
 
-use crate::protocol::fetch::FetchRequest;
 use crate::shard::BrokerShard;
+use ferrite_protocol::fetch::FetchRequest;
 
 pub(crate) enum Signal {
     LogEnd(Rc<PartitionLog>),

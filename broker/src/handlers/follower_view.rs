@@ -44,9 +44,9 @@ use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_replication::{LocalReplica, RoleKind};
 
 use super::fetch::{response_budget, unanswered, FetchPass};
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::fetch::{FetchPartitionResponse, FetchRequest, FetchTopicResponse};
 use crate::shard::BrokerShard;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::fetch::{FetchPartitionResponse, FetchRequest, FetchTopicResponse};
 
 /// Follower fetch layouts a shard remembers.
 pub const VIEWS_MAX: usize = 64;
@@ -278,7 +278,7 @@ fn answer_of(q: &Quiet, partition: i32) -> FetchPartitionResponse {
 fn quiet_after(
     replica: &Rc<LocalReplica>,
     follower: i32,
-    asked: &crate::protocol::fetch::FetchPartition,
+    asked: &ferrite_protocol::fetch::FetchPartition,
     answered: &FetchPartitionResponse,
     reserved_seen: u64,
     now: Instant,

@@ -15,13 +15,13 @@ use crate::error_map;
 use crate::groups::group::{JoinAnswer, JoinRequest, MemberIdPolicy, SyncAnswer, SyncRequest};
 use crate::groups::ops::{CommitEntry, Committer};
 use crate::groups::{GroupError, OFFSETS_TOPIC};
-use crate::protocol::authorized_operations as ops;
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::group_membership as gm;
-use crate::protocol::group_offsets as go;
-use crate::protocol::groups_admin as ga;
-use crate::protocol::response::ResponseBuilder;
 use crate::shard::{AdminError, AdminOp, BrokerShard};
+use ferrite_protocol::authorized_operations as ops;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::group_membership as gm;
+use ferrite_protocol::group_offsets as go;
+use ferrite_protocol::groups_admin as ga;
+use ferrite_protocol::response::ResponseBuilder;
 
 /// JoinGroup v4+ gives a new member its id first (KIP-394).
 const MEMBER_ID_REQUIRED_FROM: i16 = 4;
@@ -529,11 +529,11 @@ pub async fn delete_groups(shard: &Rc<BrokerShard>, req: ga::DeleteGroupsRequest
 /// does without a transactional id). Transactions are refused.
 pub async fn init_producer_id(
     shard: &Rc<BrokerShard>,
-    req: crate::protocol::init_producer_id::InitProducerIdRequest,
+    req: ferrite_protocol::init_producer_id::InitProducerIdRequest,
     v: i16,
     b: &mut ResponseBuilder,
 ) {
-    use crate::protocol::init_producer_id::InitProducerIdResponse;
+    use ferrite_protocol::init_producer_id::InitProducerIdResponse;
     let answer = if req.transactional_id.is_some() {
         InitProducerIdResponse {
             error_code: ErrorCode::InvalidRequest.code(),

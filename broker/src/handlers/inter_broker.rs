@@ -12,21 +12,22 @@ use ferrite_controller::control::{ControllerRequest, DeleteData, PartitionInfo};
 use ferrite_controller::partition_state::ControllerEpoch;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 
+use crate::cluster::controller_wire;
 use crate::cluster::metadata_cache::MetadataUpdate;
 use crate::cluster::ClusterRequest;
 use crate::error_map;
-use crate::protocol::controlled_shutdown::{ControlledShutdownRequest, ControlledShutdownResponse};
-use crate::protocol::controller_rpc::{self, ControllerRpc};
-use crate::protocol::elect_leaders::{self, ElectLeadersRequest, ElectLeadersResponse, PartitionResult, TopicResult};
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::leader_and_isr::{LeaderAndIsrPartitionError, LeaderAndIsrResponse, LeaderAndIsrTopicError};
-use crate::protocol::offset_for_leader_epoch::{
+use crate::shard::{broadcast, BrokerShard};
+use ferrite_protocol::controlled_shutdown::{ControlledShutdownRequest, ControlledShutdownResponse};
+use ferrite_protocol::controller_rpc::ControllerRpc;
+use ferrite_protocol::elect_leaders::{self, ElectLeadersRequest, ElectLeadersResponse, PartitionResult, TopicResult};
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::leader_and_isr::{LeaderAndIsrPartitionError, LeaderAndIsrResponse, LeaderAndIsrTopicError};
+use ferrite_protocol::offset_for_leader_epoch::{
     EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 };
-use crate::protocol::response::ResponseBuilder;
-use crate::protocol::stop_replica::{StopReplicaPartitionError, StopReplicaResponse};
-use crate::protocol::update_metadata::UpdateMetadataResponse;
-use crate::shard::{broadcast, BrokerShard};
+use ferrite_protocol::response::ResponseBuilder;
+use ferrite_protocol::stop_replica::{StopReplicaPartitionError, StopReplicaResponse};
+use ferrite_protocol::update_metadata::UpdateMetadataResponse;
 
 /// Encodes the answer to a controller request with one error for all of it.
 fn refuse(rpc: &ControllerRpc, error: ErrorCode, b: &mut ResponseBuilder) {
@@ -58,7 +59,7 @@ pub async fn controller_request(shard: &Rc<BrokerShard>, rpc: ControllerRpc, b: 
         refuse(&rpc, ErrorCode::StaleControllerEpoch, b);
         return;
     }
-    let request = match rpc.to_controller_request() {
+    let request = match controller_wire::to_controller_request(&rpc) {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(error = %e, "unusable controller request");
@@ -261,7 +262,7 @@ pub async fn controlled_shutdown(shard: &Rc<BrokerShard>, req: ControlledShutdow
         _ => Err(()),
     };
     let response = match answer {
-        Ok(left) => controller_rpc::shutdown_reply_to_wire(&left),
+        Ok(left) => controller_wire::shutdown_reply_to_wire(&left),
         Err(()) => ControlledShutdownResponse {
             error_code: ErrorCode::NotController.code(),
             remaining_partitions: Vec::new(),

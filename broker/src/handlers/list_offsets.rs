@@ -7,13 +7,13 @@ use std::rc::Rc;
 use ferrite_engine::{LeaderEpoch, TimestampMs, TopicPartition};
 
 use crate::error_map;
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::list_offsets::{
+use crate::shard::BrokerShard;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::list_offsets::{
     encode_response, ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsTopicResponse, DEBUGGING_REPLICA_ID,
     EARLIEST, LATEST, MAX_TIMESTAMP,
 };
-use crate::protocol::response::ResponseBuilder;
-use crate::shard::BrokerShard;
+use ferrite_protocol::response::ResponseBuilder;
 
 /// (offset, timestamp) for one query, on the owning shard. In a cluster
 /// only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere, so clients

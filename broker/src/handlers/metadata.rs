@@ -9,12 +9,12 @@ use std::rc::Rc;
 use ferrite_controller::{topic, ClusterMeta, ControllerError};
 
 use crate::error_map;
-use crate::protocol::authorized_operations as ops;
-use crate::protocol::describe_cluster;
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::metadata::{BrokerEntry, MetadataRequest, MetadataResponse, PartitionEntry, TopicEntry};
-use crate::protocol::response::ResponseBuilder;
 use crate::shard::{AdminError, AdminOp, BrokerShard};
+use ferrite_protocol::authorized_operations as ops;
+use ferrite_protocol::describe_cluster;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::metadata::{BrokerEntry, MetadataRequest, MetadataResponse, PartitionEntry, TopicEntry};
+use ferrite_protocol::response::ResponseBuilder;
 
 fn brokers(meta: &ClusterMeta) -> Vec<BrokerEntry> {
     meta.brokers

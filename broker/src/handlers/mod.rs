@@ -18,13 +18,13 @@ mod produce;
 use std::rc::Rc;
 
 use crate::net::sequence::{Effect, Turn};
-use crate::protocol::api::ApiKey;
-use crate::protocol::api_versions;
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::header::{write_response_header, RequestHeader};
-use crate::protocol::request::{Request, RequestBody};
-use crate::protocol::response::{Chunk, ResponseBuilder};
 use crate::shard::BrokerShard;
+use ferrite_protocol::api::ApiKey;
+use ferrite_protocol::api_versions;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::header::{write_response_header, RequestHeader};
+use ferrite_protocol::request::{Request, RequestBody};
+use ferrite_protocol::response::{Chunk, ResponseBuilder};
 
 /// What goes back on the connection.
 pub enum Reply {

@@ -20,10 +20,10 @@ use futures::channel::oneshot;
 use super::metadata::auto_create;
 use crate::error_map;
 use crate::net::sequence::Effect;
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::produce::{encode_response, ProducePartitionResponse, ProduceRequest, ProduceTopicResponse};
-use crate::protocol::response::ResponseBuilder;
 use crate::shard::BrokerShard;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::produce::{encode_response, ProducePartitionResponse, ProduceRequest, ProduceTopicResponse};
+use ferrite_protocol::response::ResponseBuilder;
 
 fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProducePartitionResponse {
     ProducePartitionResponse {

@@ -26,9 +26,9 @@ use super::direct_read::{DirectReads, SendPath};
 use super::sequence::{Ordering, Sequencer};
 use super::{gather, recv, sendfile};
 use crate::handlers::{self, Reply};
-use crate::protocol::request::{decode_frame, Decoded};
-use crate::protocol::response::Chunk;
 use crate::shard::BrokerShard;
+use ferrite_protocol::request::{decode_frame, Decoded};
+use ferrite_protocol::response::Chunk;
 
 /// api_key + api_version + correlation_id.
 const REQUEST_HEADER_BYTES_MIN: usize = 8;

@@ -33,8 +33,8 @@ use std::rc::Rc;
 
 use glommio::io::{DmaFile, ReadResult};
 
-pub use crate::protocol::response::SendPath;
-use crate::protocol::response::{Chunk, FileChunk};
+pub use ferrite_protocol::response::SendPath;
+use ferrite_protocol::response::{Chunk, FileChunk};
 
 /// One direct read.
 pub const PIECE_BYTES: u64 = 512 << 10;

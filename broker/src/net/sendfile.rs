@@ -25,7 +25,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::io::RawFd;
 use std::time::{Duration, Instant};
 
-use crate::protocol::response::FileChunk;
+use ferrite_protocol::response::FileChunk;
 
 pub const SENDFILE_CALL_BYTES_MAX: u64 = 4 << 20;
 pub const SENDFILE_CALL_WAIT_MS_MAX: u64 = 200;

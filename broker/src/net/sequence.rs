@@ -27,7 +27,7 @@
 use futures::channel::oneshot;
 use futures::future::{FutureExt, Shared};
 
-use crate::protocol::api::ApiKey;
+use ferrite_protocol::api::ApiKey;
 
 /// Whether a request's effect must be ordered with its connection's others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

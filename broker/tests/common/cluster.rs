@@ -424,7 +424,7 @@ pub fn wait_brokers(cluster: &Cluster, n: usize) {
 /// FindCoordinator (v2) for `group` on `bootstrap`: (error code, node id);
 /// `None` if the broker does not answer.
 pub fn find_coordinator(bootstrap: &str, group: &str) -> Option<(i16, i32)> {
-    use ferrite_broker::protocol::group_membership::{FindCoordinatorRequest, FindCoordinatorResponse};
+    use ferrite_protocol::group_membership::{FindCoordinatorRequest, FindCoordinatorResponse};
     let mut c = Connection::connect(bootstrap, "cluster-test").ok()?;
     let req = FindCoordinatorRequest {
         key: group.to_string(),

@@ -6,10 +6,10 @@ pub use std::fmt::Debug;
 pub use std::ops::RangeInclusive;
 
 pub use bytes::{Bytes, BytesMut};
-pub use ferrite_broker::protocol::group_membership::*;
-pub use ferrite_broker::protocol::group_offsets::*;
-pub use ferrite_broker::protocol::groups_admin::*;
-pub use ferrite_broker::protocol::wire::{Reader, WireResult, Writer};
+pub use ferrite_protocol::group_membership::*;
+pub use ferrite_protocol::group_offsets::*;
+pub use ferrite_protocol::groups_admin::*;
+pub use ferrite_protocol::wire::{Reader, WireResult, Writer};
 pub use kafka_protocol::messages as km;
 pub use kafka_protocol::protocol::{Decodable, Encodable, Message, StrBytes};
 

@@ -18,9 +18,9 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use crate::client::{codec, ClientError, RESPONSE_BYTES_MAX};
-use crate::protocol::group_membership as gm;
-use crate::protocol::group_offsets as go;
-use crate::protocol::wire::{Reader, WireResult, Writer};
+use ferrite_protocol::group_membership as gm;
+use ferrite_protocol::group_offsets as go;
+use ferrite_protocol::wire::{Reader, WireResult, Writer};
 
 pub use super::member_error::{is_coordinator_error, MemberError, RetryPolicy, TopicPartition};
 

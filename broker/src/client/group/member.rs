@@ -18,8 +18,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use crate::protocol::errors::ErrorCode;
-use crate::protocol::group_membership as gm;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::group_membership as gm;
 
 use super::assignor::{from_topic_partitions, to_topic_partitions, Assignor, MemberSubscription};
 use super::consumer_protocol::{Assignment, Subscription};

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use crate::client::ClientError;
-use crate::protocol::errors::{self, ErrorCode};
-use crate::protocol::wire::WireError;
+use ferrite_protocol::errors::{self, ErrorCode};
+use ferrite_protocol::wire::WireError;
 
 use super::consumer_protocol::ProtocolError;
 

@@ -17,10 +17,10 @@
 //! ([`super::leader_and_isr::LEADER_DURING_DELETE`]). No tagged fields are
 //! defined in v7; none are written and unknown ones are skipped.
 
-use ferrite_controller::control::BrokerEpoch;
-use ferrite_controller::partition_state::ControllerEpoch;
-use ferrite_engine::types::LeaderEpoch;
-use ferrite_replication::{BrokerId, ZkVersion};
+use ferrite_ids::BrokerEpoch;
+use ferrite_ids::ControllerEpoch;
+use ferrite_ids::LeaderEpoch;
+use ferrite_ids::{BrokerId, ZkVersion};
 
 use super::leader_and_isr::{read_broker_ids, write_broker_ids};
 use super::wire::{capacity, Reader, WireResult, Writer};

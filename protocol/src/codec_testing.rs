@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 
 use bytes::Bytes;
-use ferrite_replication::BrokerId;
+use ferrite_ids::BrokerId;
 use proptest::prelude::*;
 
 use super::wire::{Reader, WireResult, Writer};

@@ -1,14 +1,22 @@
-//! Ferrite's own Kafka protocol codec: bounded decoding of requests,
-//! encoding of responses. Malformed frames are reported as [`wire::WireError`]
-//! and close the connection; nothing is allocated from a length before it is
-//! checked against the bytes present.
+//! Kafka's wire protocol as Ferrite speaks it: bounded decoding of
+//! requests, encoding of responses, and both ends of the inter-broker RPCs.
+//! Malformed frames are reported as [`wire::WireError`] and close the
+//! connection; nothing is allocated from a length before it is checked
+//! against the bytes present.
 //!
 //! The inter-broker RPCs (OffsetForLeaderEpoch, LeaderAndIsr,
 //! UpdateMetadata, StopReplica, ControlledShutdown) have both ends here,
-//! since one Ferrite broker sends them to another; [`controller_rpc`] maps
-//! the controller's requests onto them. They are not in [`api::ApiKey`]:
+//! since one Ferrite broker sends them to another; [`controller_rpc`] puts
+//! the controller's three under one enum. They are not in [`api::ApiKey`]:
 //! every key there is advertised by ApiVersions and dispatched by
 //! [`request`], so each of these files keeps its own key and versions.
+//!
+//! Depends on: `ferrite-ids` only, and no runtime (no glommio, no tokio, no
+//! I/O): the broker, the client, the benchmarks and the fuzz targets all
+//! link it. It must not depend on the engine, replication, the controller
+//! or the broker.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
 pub mod api_versions;

@@ -18,10 +18,10 @@
 //! Every struct ends with a tagged-field section; v5 defines no tagged
 //! fields, so none are written and unknown ones are skipped.
 
-use ferrite_controller::control::BrokerEpoch;
-use ferrite_controller::partition_state::ControllerEpoch;
-use ferrite_engine::types::LeaderEpoch;
-use ferrite_replication::{BrokerId, ZkVersion};
+use ferrite_ids::BrokerEpoch;
+use ferrite_ids::ControllerEpoch;
+use ferrite_ids::LeaderEpoch;
+use ferrite_ids::{BrokerId, ZkVersion};
 
 use super::wire::{capacity, Reader, WireError, WireResult, Writer};
 

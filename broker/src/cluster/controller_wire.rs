@@ -29,44 +29,21 @@
 //! controller sends them sorted, so one state per topic), which keeps their
 //! order through a round trip.
 
-use ferrite_controller::control::{BrokerEpoch, ControllerRequest, DeleteData, PartitionInfo};
-use ferrite_controller::partition_state::ControllerEpoch;
+use ferrite_controller::control::{ControllerRequest, DeleteData, PartitionInfo};
 use ferrite_controller::BrokerMeta;
-use ferrite_engine::types::TopicPartition;
-use ferrite_replication::BrokerId;
+use ferrite_ids::{BrokerId, TopicPartition};
+use ferrite_protocol::controller_rpc::{ControlHeader, ControllerRpc, LISTENER_NAME};
 
-use super::controlled_shutdown::{ControlledShutdownResponse, RemainingPartition};
-use super::leader_and_isr::{
-    self, LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState, RequestType,
+use ferrite_protocol::controlled_shutdown::{ControlledShutdownResponse, RemainingPartition};
+use ferrite_protocol::leader_and_isr::{
+    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState, RequestType,
     LEADER_DURING_DELETE, NO_LEADER,
 };
-use super::stop_replica::{self, StopReplicaPartitionState, StopReplicaRequest, StopReplicaTopicState};
-use super::update_metadata::{
-    self, UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState, UpdateMetadataRequest,
+use ferrite_protocol::stop_replica::{self, StopReplicaPartitionState, StopReplicaRequest, StopReplicaTopicState};
+use ferrite_protocol::update_metadata::{
+    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState, UpdateMetadataRequest,
     UpdateMetadataTopicState, SECURITY_PROTOCOL_PLAINTEXT,
 };
-use super::wire::{Reader, WireResult, Writer};
-
-/// The listener name UpdateMetadata gives a broker's one endpoint.
-pub const LISTENER_NAME: &str = "PLAINTEXT";
-
-/// The fields every controller request starts with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ControlHeader {
-    pub controller_id: BrokerId,
-    pub controller_epoch: ControllerEpoch,
-    /// The receiving broker's epoch as the controller knows it; the
-    /// receiver refuses a request for an older registration of itself.
-    pub broker_epoch: BrokerEpoch,
-}
-
-/// A controller request as it goes on the wire.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ControllerRpc {
-    LeaderAndIsr(LeaderAndIsrRequest),
-    UpdateMetadata(UpdateMetadataRequest),
-    StopReplica(StopReplicaRequest),
-}
 
 /// A decoded request that has no [`ControllerRequest`] meaning.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -81,64 +58,12 @@ pub enum ConversionError {
     MixedDelete,
 }
 
-impl ControllerRpc {
-    pub fn api_key(&self) -> i16 {
-        match self {
-            ControllerRpc::LeaderAndIsr(_) => leader_and_isr::API_KEY,
-            ControllerRpc::UpdateMetadata(_) => update_metadata::API_KEY,
-            ControllerRpc::StopReplica(_) => stop_replica::API_KEY,
-        }
-    }
-
-    /// The one version Ferrite speaks for this API.
-    pub fn version(&self) -> i16 {
-        match self {
-            ControllerRpc::LeaderAndIsr(_) => leader_and_isr::VERSION,
-            ControllerRpc::UpdateMetadata(_) => update_metadata::VERSION,
-            ControllerRpc::StopReplica(_) => stop_replica::VERSION,
-        }
-    }
-
-    /// Encodes the request body.
-    pub fn encode(&self, w: &mut Writer) {
-        match self {
-            ControllerRpc::LeaderAndIsr(r) => r.encode(w),
-            ControllerRpc::UpdateMetadata(r) => r.encode(w),
-            ControllerRpc::StopReplica(r) => r.encode(w),
-        }
-    }
-
-    /// Decodes a request body of API `api_key` (4, 5 or 6; `None` for any
-    /// other key).
-    pub fn decode(r: &mut Reader, api_key: i16) -> Option<WireResult<ControllerRpc>> {
-        Some(match api_key {
-            leader_and_isr::API_KEY => LeaderAndIsrRequest::decode(r).map(ControllerRpc::LeaderAndIsr),
-            update_metadata::API_KEY => UpdateMetadataRequest::decode(r).map(ControllerRpc::UpdateMetadata),
-            stop_replica::API_KEY => StopReplicaRequest::decode(r).map(ControllerRpc::StopReplica),
-            _ => return None,
-        })
-    }
-
-    pub fn header(&self) -> ControlHeader {
-        let (controller_id, controller_epoch, broker_epoch) = match self {
-            ControllerRpc::LeaderAndIsr(r) => (r.controller_id, r.controller_epoch, r.broker_epoch),
-            ControllerRpc::UpdateMetadata(r) => (r.controller_id, r.controller_epoch, r.broker_epoch),
-            ControllerRpc::StopReplica(r) => (r.controller_id, r.controller_epoch, r.broker_epoch),
-        };
-        ControlHeader {
-            controller_id,
-            controller_epoch,
-            broker_epoch,
-        }
-    }
-
-    /// The controller's request, for the receiving broker.
-    pub fn to_controller_request(&self) -> Result<ControllerRequest, ConversionError> {
-        match self {
-            ControllerRpc::LeaderAndIsr(r) => leader_and_isr_to_controller(r),
-            ControllerRpc::UpdateMetadata(r) => update_metadata_to_controller(r),
-            ControllerRpc::StopReplica(r) => stop_replica_to_controller(r),
-        }
+/// The controller's request that `rpc` carries, for the receiving broker.
+pub fn to_controller_request(rpc: &ControllerRpc) -> Result<ControllerRequest, ConversionError> {
+    match rpc {
+        ControllerRpc::LeaderAndIsr(r) => leader_and_isr_to_controller(r),
+        ControllerRpc::UpdateMetadata(r) => update_metadata_to_controller(r),
+        ControllerRpc::StopReplica(r) => stop_replica_to_controller(r),
     }
 }
 
@@ -442,9 +367,10 @@ pub fn still_leading(r: &ControlledShutdownResponse) -> Vec<TopicPartition> {
 
 #[cfg(test)]
 mod tests {
-    use ferrite_engine::types::LeaderEpoch;
-    use ferrite_replication::ZkVersion;
+    use ferrite_ids::{BrokerEpoch, ControllerEpoch, LeaderEpoch, ZkVersion};
     use proptest::prelude::*;
+
+    use ferrite_protocol::wire::{Reader, Writer};
 
     use super::*;
 
@@ -486,7 +412,7 @@ mod tests {
         assert_eq!(r.remaining(), 0);
         assert_eq!(decoded, rpc);
         assert_eq!(decoded.header(), HEADER);
-        let back = decoded.to_controller_request().unwrap();
+        let back = to_controller_request(&decoded).unwrap();
         (rpc, back)
     }
 

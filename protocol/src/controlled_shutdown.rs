@@ -10,8 +10,8 @@
 //! No tagged fields are defined in v3; none are written and unknown ones are
 //! skipped.
 
-use ferrite_controller::control::BrokerEpoch;
-use ferrite_replication::BrokerId;
+use ferrite_ids::BrokerEpoch;
+use ferrite_ids::BrokerId;
 
 use super::wire::{capacity, Reader, WireResult, Writer};
 

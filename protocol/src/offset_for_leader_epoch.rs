@@ -13,8 +13,8 @@
 //! No tagged fields are defined in these versions; unknown ones are skipped
 //! and none are written.
 
-use ferrite_engine::types::{LeaderEpoch, Offset};
-use ferrite_replication::BrokerId;
+use ferrite_ids::BrokerId;
+use ferrite_ids::{LeaderEpoch, Offset};
 
 use super::wire::{capacity, Reader, WireError, WireResult, Writer};
 

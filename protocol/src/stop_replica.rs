@@ -13,10 +13,10 @@
 //! ([`EPOCH_DURING_DELETE`]) marks a topic deletion. No tagged fields are
 //! defined in v3; none are written and unknown ones are skipped.
 
-use ferrite_controller::control::BrokerEpoch;
-use ferrite_controller::partition_state::ControllerEpoch;
-use ferrite_engine::types::LeaderEpoch;
-use ferrite_replication::BrokerId;
+use ferrite_ids::BrokerEpoch;
+use ferrite_ids::BrokerId;
+use ferrite_ids::ControllerEpoch;
+use ferrite_ids::LeaderEpoch;
 
 use super::wire::{capacity, Reader, WireResult, Writer};
 
