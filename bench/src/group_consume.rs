@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ferrite_broker::client::codec::{self, FETCH_V};
-use ferrite_broker::client::group::member::{AssignorKind, GroupMember, Heartbeat, MemberConfig, MemberError};
-use ferrite_broker::client::{ClientError, Connection};
+use ferrite_client::codec::{self, FETCH_V};
+use ferrite_client::group::member::{AssignorKind, GroupMember, Heartbeat, MemberConfig, MemberError};
+use ferrite_client::{ClientError, Connection};
 use hdrhistogram::Histogram;
 
 use crate::load::{count_batches, histogram, run_threads, LoadConfig, LoadResult, Shared};

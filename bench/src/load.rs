@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ferrite_broker::client::codec::{self, CREATE_TOPICS_V, FETCH_V, PRODUCE_V};
-use ferrite_broker::client::{ClientError, Connection};
+use ferrite_client::codec::{self, CREATE_TOPICS_V, FETCH_V, PRODUCE_V};
+use ferrite_client::{ClientError, Connection};
 use ferrite_engine::batch::{self, Validation};
 use hdrhistogram::Histogram;
 

@@ -219,9 +219,9 @@ fn run_cell(
 }
 
 fn delete_topic(bootstrap: &str, topic: &str) -> Result<(), String> {
-    use ferrite_broker::client::codec;
+    use ferrite_client::codec;
     let fail = |e: &dyn std::fmt::Display| format!("deleting {topic}: {e}");
-    let mut c = ferrite_broker::client::Connection::connect(bootstrap, "ferrite-bench").map_err(|e| fail(&e))?;
+    let mut c = ferrite_client::Connection::connect(bootstrap, "ferrite-bench").map_err(|e| fail(&e))?;
     let names = [topic.to_string()];
     let mut r = c
         .call(20, codec::DELETE_TOPICS_V, |w| codec::delete_topics(w, &names))

@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferrite_broker::client::codec::{self, CREATE_TOPICS_V, LIST_OFFSETS_V, PRODUCE_V};
-use ferrite_broker::client::Connection;
+use ferrite_client::codec::{self, CREATE_TOPICS_V, LIST_OFFSETS_V, PRODUCE_V};
+use ferrite_client::Connection;
 use ferrite_testkit::zookeeper::ZooKeeper;
 
 use crate::load::{self, LoadConfig, LoadResult};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrite_broker::client::{codec, Connection};
+use ferrite_client::{codec, Connection};
 
 /// How a benchmark broker runs.
 #[derive(Clone, Debug)]

@@ -1,19 +1,13 @@
 //! The broker: listeners on the shards, the Kafka wire protocol, request
 //! routing and API handlers, the cluster runtime, the group and producer
-//! coordinators, configuration, metrics and the `ferrite` CLI. It still
-//! holds a client ([`client`]), which #19 moves into a crate of its own.
+//! coordinators, configuration, metrics and the `ferrite` CLI.
 //!
 //! Depends on: every crate below it (`ferrite-ids`, `ferrite-protocol`,
-//! `ferrite-engine`, `ferrite-replication`, `ferrite-controller`). Only the benchmarks depend
+//! `ferrite-client`, `ferrite-engine`, `ferrite-replication`, `ferrite-controller`). Only the benchmarks depend
 //! on it.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod cli_cluster;
-pub mod cli_configs;
-pub mod cli_groups;
-pub mod cli_topics;
-pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod config_defs;

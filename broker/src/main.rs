@@ -43,43 +43,8 @@ enum Command {
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
     },
-    /// Administer topics on a running broker (over the Kafka protocol).
-    Topics {
-        /// A broker to talk to.
-        #[arg(long, default_value = "127.0.0.1:9092")]
-        bootstrap: String,
-        #[command(subcommand)]
-        command: ferrite_broker::cli_topics::TopicsCommand,
-    },
-    /// Topic configs and dynamic broker configs (over the Kafka protocol).
-    Configs {
-        /// A broker to talk to.
-        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
-        bootstrap: String,
-        #[command(subcommand)]
-        command: ferrite_broker::cli_configs::ConfigsCommand,
-    },
-    /// Consumer groups: list, describe, delete, reset offsets (over the Kafka protocol).
-    Groups {
-        /// A broker to talk to (may also follow the subcommand).
-        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
-        bootstrap: String,
-        #[command(subcommand)]
-        command: ferrite_broker::cli_groups::GroupsCommand,
-    },
-    /// Leader elections in a cluster (over the Kafka protocol).
-    Leaders {
-        /// A broker to talk to.
-        #[arg(long, default_value = "127.0.0.1:9092")]
-        bootstrap: String,
-        #[command(subcommand)]
-        command: ferrite_broker::cli_cluster::LeadersCommand,
-    },
-    /// Partition reassignment in a cluster (through ZooKeeper).
-    Partitions {
-        #[command(subcommand)]
-        command: ferrite_broker::cli_cluster::PartitionsCommand,
-    },
+    #[command(flatten)]
+    Admin(ferrite_cli::AdminCommand),
     /// Run a broker from a Kafka-style server.properties.
     Broker {
         /// The properties file.
@@ -129,13 +94,7 @@ fn config_from(command: Command) -> Result<BrokerConfig, String> {
             pairs.extend(split_overrides(&overrides)?);
             config.apply(&pairs).map_err(|e| e.to_string())?;
         }
-        Command::Topics { .. }
-        | Command::Configs { .. }
-        | Command::Groups { .. }
-        | Command::Leaders { .. }
-        | Command::Partitions { .. } => {
-            unreachable!("handled before")
-        }
+        Command::Admin(_) => unreachable!("handled before"),
     }
     // Relative to where the broker was started, said once, in full.
     config.log_dir =
@@ -191,39 +150,10 @@ fn main() {
         }),
     );
     let cli = Cli::parse();
-    if let Command::Topics { bootstrap, command } = cli.command {
-        let mut out = std::io::stdout();
-        if let Err(e) = ferrite_broker::cli_topics::run(&bootstrap, command, &mut out) {
-            eprintln!("ferrite topics: {e}");
-            std::process::exit(1);
-        }
-        return;
-    }
     let command = match cli.command {
-        Command::Leaders { bootstrap, command } => {
-            if let Err(e) = ferrite_broker::cli_cluster::run_leaders(&bootstrap, command, &mut std::io::stdout()) {
-                eprintln!("ferrite leaders: {e}");
-                std::process::exit(1);
-            }
-            return;
-        }
-        Command::Configs { bootstrap, command } => {
-            if let Err(e) = ferrite_broker::cli_configs::run(&bootstrap, command, &mut std::io::stdout()) {
-                eprintln!("ferrite configs: {e}");
-                std::process::exit(1);
-            }
-            return;
-        }
-        Command::Groups { bootstrap, command } => {
-            if let Err(e) = ferrite_broker::cli_groups::run(&bootstrap, command, &mut std::io::stdout()) {
-                eprintln!("ferrite groups: {e}");
-                std::process::exit(1);
-            }
-            return;
-        }
-        Command::Partitions { command } => {
-            if let Err(e) = ferrite_broker::cli_cluster::run_partitions(command, &mut std::io::stdout()) {
-                eprintln!("ferrite partitions: {e}");
+        Command::Admin(admin) => {
+            if let Err(e) = admin.run(&mut std::io::stdout()) {
+                eprintln!("ferrite {e}");
                 std::process::exit(1);
             }
             return;

@@ -17,9 +17,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::Broker;
-use ferrite_broker::client::group::coordinator_client::{CoordinatorClient, RetryPolicy};
-use ferrite_broker::client::group::member::{AssignorKind, GroupMember, MemberConfig, MemberError};
-use ferrite_broker::client::{codec, Connection};
+use ferrite_client::group::coordinator_client::{CoordinatorClient, RetryPolicy};
+use ferrite_client::group::member::{AssignorKind, GroupMember, MemberConfig, MemberError};
+use ferrite_client::{codec, Connection};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 

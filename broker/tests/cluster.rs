@@ -9,8 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::*;
-use ferrite_broker::client::codec;
-use ferrite_broker::client::Connection;
+use ferrite_client::codec;
+use ferrite_client::Connection;
 use ferrite_engine::TopicPartition;
 
 #[test]

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::cluster::*;
 use common::Client;
-use ferrite_broker::client::codec;
-use ferrite_broker::client::Connection;
+use ferrite_client::codec;
+use ferrite_client::Connection;
 use ferrite_engine::batch::{build_batch, set_producer};
 use ferrite_engine::{Offset, TimestampMs};
 use kafka_protocol::messages as km;

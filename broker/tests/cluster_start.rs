@@ -15,8 +15,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::cluster::{serial, with_zk, ClusterBroker};
-use ferrite_broker::client::codec;
-use ferrite_broker::client::Connection;
+use ferrite_client::codec;
+use ferrite_client::Connection;
 use ferrite_testkit::zookeeper::ZooKeeper;
 use zookeeper_client::{Acls, CreateMode};
 

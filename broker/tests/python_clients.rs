@@ -14,7 +14,7 @@ fn run(which: &str) {
 
 #[test]
 fn ferrite_partitioner_puts_keys_where_the_java_compatible_one_does() {
-    use ferrite_broker::client::group::partitioner::Partitioner;
+    use ferrite_client::group::partitioner::Partitioner;
     let out = run_against(&Broker::start(&[]), "partitioner");
     let mut ours = Partitioner::new();
     let mut checked = 0;

@@ -116,32 +116,129 @@ pub(super) fn read_broker_ids(r: &mut Reader, what: &'static str) -> WireResult<
     Ok(r.i32_array(FLEXIBLE, what)?.into_iter().map(BrokerId).collect())
 }
 
+/// The fields a partition state of LeaderAndIsr v5 and of UpdateMetadata v7
+/// both begin with, in this order.
+pub(super) struct StateHead {
+    pub partition_index: i32,
+    pub controller_epoch: ControllerEpoch,
+    pub leader: BrokerId,
+    pub leader_epoch: LeaderEpoch,
+    pub isr: Vec<BrokerId>,
+    pub zk_version: ZkVersion,
+    pub replicas: Vec<BrokerId>,
+}
+
+impl StateHead {
+    pub(super) fn read(r: &mut Reader) -> WireResult<StateHead> {
+        Ok(StateHead {
+            partition_index: r.i32("partition_index")?,
+            controller_epoch: ControllerEpoch(r.i32("controller_epoch")?),
+            leader: BrokerId(r.i32("leader")?),
+            leader_epoch: LeaderEpoch(r.i32("leader_epoch")?),
+            isr: read_broker_ids(r, "isr")?,
+            zk_version: ZkVersion(r.i32("zk_version")?),
+            replicas: read_broker_ids(r, "replicas")?,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn write(
+        w: &mut Writer,
+        partition_index: i32,
+        controller_epoch: ControllerEpoch,
+        leader: BrokerId,
+        leader_epoch: LeaderEpoch,
+        isr: &[BrokerId],
+        zk_version: ZkVersion,
+        replicas: &[BrokerId],
+    ) {
+        w.i32(partition_index);
+        w.i32(controller_epoch.0);
+        w.i32(leader.0);
+        w.i32(leader_epoch.0);
+        write_broker_ids(w, isr);
+        w.i32(zk_version.0);
+        write_broker_ids(w, replicas);
+    }
+}
+
+/// One topic's name, id and partition states.
+pub(super) type TopicStates<P> = (String, [u8; 16], Vec<P>);
+
+/// Topic states as both requests carry them: `[topic_name compact_string,
+/// topic_id uuid, partition_states [...]]`, each struct followed by its
+/// tagged fields; `read_partition` reads one partition state's own fields
+/// (at least `partition_bytes_min` bytes with its tagged fields). `what`
+/// names the topic and partition arrays in errors.
+pub(super) fn read_topic_states<P>(
+    r: &mut Reader,
+    partition_bytes_min: usize,
+    what: [&'static str; 2],
+    mut read_partition: impl FnMut(&mut Reader) -> WireResult<P>,
+) -> WireResult<Vec<TopicStates<P>>> {
+    // name (1) + uuid (16) + partitions (1) + tagged fields (1).
+    let n = r.array_len_required(FLEXIBLE, 19, what[0])?;
+    let mut topics = Vec::with_capacity(capacity(n));
+    for _ in 0..n {
+        let topic_name = r.string(FLEXIBLE, "topic_name")?;
+        let topic_id = r.uuid("topic_id")?;
+        let np = r.array_len_required(FLEXIBLE, partition_bytes_min, what[1])?;
+        let mut partitions = Vec::with_capacity(capacity(np));
+        for _ in 0..np {
+            partitions.push(read_partition(r)?);
+            r.skip_tagged_fields()?;
+        }
+        r.skip_tagged_fields()?;
+        topics.push((topic_name, topic_id, partitions));
+    }
+    Ok(topics)
+}
+
+/// Writes topic states in the layout [`read_topic_states`] reads.
+pub(super) fn write_topic_states<'a, P: 'a>(
+    w: &mut Writer,
+    topics: impl ExactSizeIterator<Item = (&'a String, &'a [u8; 16], &'a Vec<P>)>,
+    mut write_partition: impl FnMut(&mut Writer, &P),
+) {
+    w.array_len(FLEXIBLE, Some(topics.len()));
+    for (name, id, partitions) in topics {
+        w.string(FLEXIBLE, name);
+        w.uuid(id);
+        w.array_len(FLEXIBLE, Some(partitions.len()));
+        for p in partitions {
+            write_partition(w, p);
+            w.empty_tagged_fields_if(FLEXIBLE);
+        }
+        w.empty_tagged_fields_if(FLEXIBLE);
+    }
+}
+
 impl LeaderAndIsrRequest {
     pub fn encode(&self, w: &mut Writer) {
         w.i32(self.controller_id.0);
         w.i32(self.controller_epoch.0);
         w.i64(self.broker_epoch.0);
         w.i8(self.request_type.code());
-        w.array_len(FLEXIBLE, Some(self.topic_states.len()));
-        for t in &self.topic_states {
-            w.string(FLEXIBLE, &t.topic_name);
-            w.uuid(&t.topic_id);
-            w.array_len(FLEXIBLE, Some(t.partition_states.len()));
-            for p in &t.partition_states {
-                w.i32(p.partition_index);
-                w.i32(p.controller_epoch.0);
-                w.i32(p.leader.0);
-                w.i32(p.leader_epoch.0);
-                write_broker_ids(w, &p.isr);
-                w.i32(p.zk_version.0);
-                write_broker_ids(w, &p.replicas);
+        let topics = self.topic_states.iter();
+        write_topic_states(
+            w,
+            topics.map(|t| (&t.topic_name, &t.topic_id, &t.partition_states)),
+            |w, p| {
+                StateHead::write(
+                    w,
+                    p.partition_index,
+                    p.controller_epoch,
+                    p.leader,
+                    p.leader_epoch,
+                    &p.isr,
+                    p.zk_version,
+                    &p.replicas,
+                );
                 write_broker_ids(w, &p.adding_replicas);
                 write_broker_ids(w, &p.removing_replicas);
                 w.bool(p.is_new);
-                w.empty_tagged_fields_if(FLEXIBLE);
-            }
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+            },
+        );
         w.array_len(FLEXIBLE, Some(self.live_leaders.len()));
         for l in &self.live_leaders {
             w.i32(l.broker_id.0);
@@ -161,47 +258,33 @@ impl LeaderAndIsrRequest {
             what: "LeaderAndIsr type",
             value: i64::from(code),
         })?;
-        // name (1) + uuid (16) + partitions (1) + tagged fields (1).
-        let n = r.array_len_required(FLEXIBLE, 19, "leader and isr topic states")?;
-        let mut topic_states = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic_name = r.string(FLEXIBLE, "topic_name")?;
-            let topic_id = r.uuid("topic_id")?;
-            // 6 int32 + 4 arrays + bool + tagged fields.
-            let np = r.array_len_required(FLEXIBLE, 26, "leader and isr partition states")?;
-            let mut partition_states = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                let partition_index = r.i32("partition_index")?;
-                let controller_epoch = ControllerEpoch(r.i32("controller_epoch")?);
-                let leader = BrokerId(r.i32("leader")?);
-                let leader_epoch = LeaderEpoch(r.i32("leader_epoch")?);
-                let isr = read_broker_ids(r, "isr")?;
-                let zk_version = ZkVersion(r.i32("zk_version")?);
-                let replicas = read_broker_ids(r, "replicas")?;
-                let adding_replicas = read_broker_ids(r, "adding_replicas")?;
-                let removing_replicas = read_broker_ids(r, "removing_replicas")?;
-                let is_new = r.bool("is_new")?;
-                r.skip_tagged_fields()?;
-                partition_states.push(LeaderAndIsrPartitionState {
-                    partition_index,
-                    controller_epoch,
-                    leader,
-                    leader_epoch,
-                    isr,
-                    zk_version,
-                    replicas,
-                    adding_replicas,
-                    removing_replicas,
-                    is_new,
-                });
-            }
-            r.skip_tagged_fields()?;
-            topic_states.push(LeaderAndIsrTopicState {
-                topic_name,
-                topic_id,
-                partition_states,
-            });
-        }
+        // 6 int32 + 4 arrays + bool + tagged fields.
+        let what = ["leader and isr topic states", "leader and isr partition states"];
+        let topic_states = read_topic_states(r, 26, what, |r| {
+            let head = StateHead::read(r)?;
+            let adding_replicas = read_broker_ids(r, "adding_replicas")?;
+            let removing_replicas = read_broker_ids(r, "removing_replicas")?;
+            let is_new = r.bool("is_new")?;
+            Ok(LeaderAndIsrPartitionState {
+                partition_index: head.partition_index,
+                controller_epoch: head.controller_epoch,
+                leader: head.leader,
+                leader_epoch: head.leader_epoch,
+                isr: head.isr,
+                zk_version: head.zk_version,
+                replicas: head.replicas,
+                adding_replicas,
+                removing_replicas,
+                is_new,
+            })
+        })?
+        .into_iter()
+        .map(|(topic_name, topic_id, partition_states)| LeaderAndIsrTopicState {
+            topic_name,
+            topic_id,
+            partition_states,
+        })
+        .collect();
         let n = r.array_len_required(FLEXIBLE, 10, "live leaders")?;
         let mut live_leaders = Vec::with_capacity(capacity(n));
         for _ in 0..n {

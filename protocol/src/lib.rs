@@ -24,6 +24,7 @@ pub mod authorized_operations;
 #[cfg(test)]
 mod codec_testing;
 pub mod configs;
+pub mod consumer_protocol;
 pub mod controlled_shutdown;
 pub mod controller_rpc;
 pub mod describe_cluster;

@@ -22,7 +22,7 @@ use ferrite_ids::ControllerEpoch;
 use ferrite_ids::LeaderEpoch;
 use ferrite_ids::{BrokerId, ZkVersion};
 
-use super::leader_and_isr::{read_broker_ids, write_broker_ids};
+use super::leader_and_isr::{read_broker_ids, read_topic_states, write_broker_ids, write_topic_states, StateHead};
 use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const API_KEY: i16 = 6;
@@ -81,24 +81,24 @@ impl UpdateMetadataRequest {
         w.i32(self.controller_id.0);
         w.i32(self.controller_epoch.0);
         w.i64(self.broker_epoch.0);
-        w.array_len(FLEXIBLE, Some(self.topic_states.len()));
-        for t in &self.topic_states {
-            w.string(FLEXIBLE, &t.topic_name);
-            w.uuid(&t.topic_id);
-            w.array_len(FLEXIBLE, Some(t.partition_states.len()));
-            for p in &t.partition_states {
-                w.i32(p.partition_index);
-                w.i32(p.controller_epoch.0);
-                w.i32(p.leader.0);
-                w.i32(p.leader_epoch.0);
-                write_broker_ids(w, &p.isr);
-                w.i32(p.zk_version.0);
-                write_broker_ids(w, &p.replicas);
+        let topics = self.topic_states.iter();
+        write_topic_states(
+            w,
+            topics.map(|t| (&t.topic_name, &t.topic_id, &t.partition_states)),
+            |w, p| {
+                StateHead::write(
+                    w,
+                    p.partition_index,
+                    p.controller_epoch,
+                    p.leader,
+                    p.leader_epoch,
+                    &p.isr,
+                    p.zk_version,
+                    &p.replicas,
+                );
                 write_broker_ids(w, &p.offline_replicas);
-                w.empty_tagged_fields_if(FLEXIBLE);
-            }
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+            },
+        );
         w.array_len(FLEXIBLE, Some(self.live_brokers.len()));
         for b in &self.live_brokers {
             w.i32(b.id.0);
@@ -120,43 +120,29 @@ impl UpdateMetadataRequest {
         let controller_id = BrokerId(r.i32("controller_id")?);
         let controller_epoch = ControllerEpoch(r.i32("controller_epoch")?);
         let broker_epoch = BrokerEpoch(r.i64("broker_epoch")?);
-        // name (1) + uuid (16) + partitions (1) + tagged fields (1).
-        let n = r.array_len_required(FLEXIBLE, 19, "update metadata topic states")?;
-        let mut topic_states = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic_name = r.string(FLEXIBLE, "topic_name")?;
-            let topic_id = r.uuid("topic_id")?;
-            // 5 int32 + 3 arrays + tagged fields.
-            let np = r.array_len_required(FLEXIBLE, 24, "update metadata partition states")?;
-            let mut partition_states = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                let partition_index = r.i32("partition_index")?;
-                let controller_epoch = ControllerEpoch(r.i32("controller_epoch")?);
-                let leader = BrokerId(r.i32("leader")?);
-                let leader_epoch = LeaderEpoch(r.i32("leader_epoch")?);
-                let isr = read_broker_ids(r, "isr")?;
-                let zk_version = ZkVersion(r.i32("zk_version")?);
-                let replicas = read_broker_ids(r, "replicas")?;
-                let offline_replicas = read_broker_ids(r, "offline_replicas")?;
-                r.skip_tagged_fields()?;
-                partition_states.push(UpdateMetadataPartitionState {
-                    partition_index,
-                    controller_epoch,
-                    leader,
-                    leader_epoch,
-                    isr,
-                    zk_version,
-                    replicas,
-                    offline_replicas,
-                });
-            }
-            r.skip_tagged_fields()?;
-            topic_states.push(UpdateMetadataTopicState {
-                topic_name,
-                topic_id,
-                partition_states,
-            });
-        }
+        // 5 int32 + 3 arrays + tagged fields.
+        let what = ["update metadata topic states", "update metadata partition states"];
+        let topic_states = read_topic_states(r, 24, what, |r| {
+            let head = StateHead::read(r)?;
+            let offline_replicas = read_broker_ids(r, "offline_replicas")?;
+            Ok(UpdateMetadataPartitionState {
+                partition_index: head.partition_index,
+                controller_epoch: head.controller_epoch,
+                leader: head.leader,
+                leader_epoch: head.leader_epoch,
+                isr: head.isr,
+                zk_version: head.zk_version,
+                replicas: head.replicas,
+                offline_replicas,
+            })
+        })?
+        .into_iter()
+        .map(|(topic_name, topic_id, partition_states)| UpdateMetadataTopicState {
+            topic_name,
+            topic_id,
+            partition_states,
+        })
+        .collect();
         // id (4) + endpoints (1) + rack (1) + tagged fields (1).
         let n = r.array_len_required(FLEXIBLE, 7, "live brokers")?;
         let mut live_brokers = Vec::with_capacity(capacity(n));

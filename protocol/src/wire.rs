@@ -31,6 +31,12 @@ pub enum WireError {
     NotUtf8 { what: &'static str },
     #[error("{what} is null where a value is required")]
     UnexpectedNull { what: &'static str },
+    /// A message version that cannot be read or written.
+    #[error("unsupported {what} version {version}")]
+    UnsupportedVersion { what: &'static str, version: i16 },
+    /// A value too long for its length prefix (encoding only).
+    #[error("{what} is too large to encode: {len} exceeds the limit of {max}")]
+    TooLarge { what: &'static str, len: usize, max: usize },
 }
 
 pub type WireResult<T> = Result<T, WireError>;
@@ -382,6 +388,33 @@ impl Writer {
         }
     }
 
+    /// A classic (int32) array count for a caller's value, refused when it
+    /// does not fit the prefix.
+    pub fn checked_array_len(&mut self, n: usize, what: &'static str) -> WireResult<()> {
+        self.i32(classic_len(n, i32::MAX as usize, what)?);
+        Ok(())
+    }
+
+    /// A classic nullable string (int16 length) for a caller's value,
+    /// refused when it is longer than the prefix can say.
+    pub fn checked_string(&mut self, s: Option<&str>, what: &'static str) -> WireResult<()> {
+        if let Some(s) = s {
+            classic_len(s.len(), i16::MAX as usize, what)?;
+        }
+        self.nullable_string(false, s);
+        Ok(())
+    }
+
+    /// Classic nullable bytes (int32 length) for a caller's value, refused
+    /// when longer than the prefix can say.
+    pub fn checked_bytes(&mut self, b: Option<&[u8]>, what: &'static str) -> WireResult<()> {
+        if let Some(b) = b {
+            classic_len(b.len(), i32::MAX as usize, what)?;
+        }
+        self.nullable_bytes(false, b);
+        Ok(())
+    }
+
     /// An empty tagged-field section, if `flexible`. Ferrite writes tagged
     /// fields only when they differ from their defaults (as Apache Kafka
     /// does); librdkafka 2.0.2 misreads defaults written out.
@@ -392,9 +425,43 @@ impl Writer {
     }
 }
 
+/// `len` as a length prefix no larger than `max`.
+fn classic_len(len: usize, max: usize, what: &'static str) -> WireResult<i32> {
+    if len > max {
+        return Err(WireError::TooLarge { what, len, max });
+    }
+    Ok(len as i32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checked_writes_refuse_what_the_prefix_cannot_say() {
+        let mut w = Writer::new();
+        let long = "x".repeat(i16::MAX as usize + 1);
+        let err = w.checked_string(Some(&long), "name").unwrap_err();
+        assert_eq!(
+            err,
+            WireError::TooLarge {
+                what: "name",
+                len: 32_768,
+                max: 32_767
+            }
+        );
+        assert!(w.is_empty(), "nothing is written for a refused value");
+        w.checked_string(Some(&long[1..]), "name").unwrap();
+        w.checked_string(None, "name").unwrap();
+        w.checked_bytes(Some(b"ab"), "data").unwrap();
+        w.checked_array_len(3, "items").unwrap();
+        let mut r = Reader::new(w.into_bytes().freeze());
+        assert_eq!(r.string(false, "name").unwrap().len(), 32_767);
+        assert_eq!(r.nullable_string(false, "name").unwrap(), None);
+        assert_eq!(r.bytes(false, "data").unwrap().as_ref(), b"ab");
+        assert_eq!(r.i32("items").unwrap(), 3);
+        assert_eq!(r.remaining(), 0);
+    }
 
     #[test]
     fn huge_counts_are_refused_before_allocating() {

@@ -6,25 +6,41 @@ use std::collections::BTreeMap;
 
 /// Each crate of ours and the crates of ours it may use (as a normal or
 /// build dependency): the engine's stack (ids ← engine ← replication ←
-/// controller) and the wire's (ids ← protocol) side by side, the broker on
+/// controller) and the wire's (ids ← protocol ← client) side by side, the broker on
 /// both, the benchmarks on top. `ferrite-testkit` (test helpers, using no
 /// crate of ours) may be a dev-dependency of any crate, and a dependency of
 /// the benchmarks.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("ferrite-ids", &[]),
     ("ferrite-protocol", &["ferrite-ids"]),
+    ("ferrite-client", &["ferrite-ids", "ferrite-protocol"]),
+    ("ferrite-groups", &["ferrite-ids", "ferrite-protocol"]),
     ("ferrite-engine", &["ferrite-ids"]),
     ("ferrite-replication", &["ferrite-ids", "ferrite-engine"]),
     // The engine for `LogConfig` (a topic's log settings), not for types.
     ("ferrite-controller", &["ferrite-ids", "ferrite-engine"]),
+    // The administration commands: the client, and the controller's
+    // ZooKeeper store for partition reassignment.
+    (
+        "ferrite-cli",
+        &[
+            "ferrite-ids",
+            "ferrite-protocol",
+            "ferrite-client",
+            "ferrite-controller",
+        ],
+    ),
     (
         "ferrite-broker",
         &[
             "ferrite-ids",
             "ferrite-protocol",
+            "ferrite-client",
+            "ferrite-groups",
             "ferrite-engine",
             "ferrite-replication",
             "ferrite-controller",
+            "ferrite-cli",
         ],
     ),
     (
@@ -32,6 +48,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "ferrite-ids",
             "ferrite-protocol",
+            "ferrite-client",
             "ferrite-engine",
             "ferrite-broker",
             "ferrite-testkit",

@@ -12,7 +12,7 @@ use ferrite_bench::engine_run::{self, EngineRunConfig};
 use ferrite_bench::group_consume::{self, GroupOptions};
 use ferrite_bench::load::{self, LoadConfig};
 use ferrite_bench::size::parse_size;
-use ferrite_broker::client::group::member::AssignorKind;
+use ferrite_client::group::member::AssignorKind;
 use ferrite_engine::WriteMode;
 
 #[derive(Parser)]

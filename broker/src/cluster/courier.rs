@@ -22,8 +22,8 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::ClusterShared;
-use crate::client::codec::invalid_data;
 use crate::cluster::controller_wire;
+use ferrite_client::codec::invalid_data;
 use ferrite_protocol::controlled_shutdown::{self, ControlledShutdownRequest, ControlledShutdownResponse};
 use ferrite_protocol::controller_rpc::{ControlHeader, ControllerRpc};
 use ferrite_protocol::leader_and_isr::LeaderAndIsrResponse;
@@ -92,13 +92,13 @@ impl Conn {
     /// Sends one request and reads its response (header v1).
     async fn call(&mut self, api_key: i16, version: i16, body: &[u8]) -> std::io::Result<Reader> {
         self.correlation = self.correlation.wrapping_add(1);
-        let frame = crate::client::codec::frame_v2(api_key, version, self.correlation, CLIENT_ID, body);
+        let frame = ferrite_client::codec::frame_v2(api_key, version, self.correlation, CLIENT_ID, body);
         self.stream.write_all(&frame).await?;
         let mut size = [0u8; 4];
         self.stream.read_exact(&mut size).await?;
-        let mut body = vec![0u8; crate::client::codec::response_len(size, RESPONSE_BYTES_MAX)?];
+        let mut body = vec![0u8; ferrite_client::codec::response_len(size, RESPONSE_BYTES_MAX)?];
         self.stream.read_exact(&mut body).await?;
-        crate::client::codec::response_body(body, self.correlation, true)
+        ferrite_client::codec::response_body(body, self.correlation, true)
     }
 }
 

@@ -22,7 +22,7 @@ use ferrite_engine::TopicPartition;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::client::codec::{self, LIST_OFFSETS_V};
+use ferrite_client::codec::{self, LIST_OFFSETS_V};
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::list_offsets::{DEBUGGING_REPLICA_ID, LATEST};
 

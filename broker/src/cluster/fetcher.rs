@@ -22,9 +22,9 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 use super::replicas::ShardReplicas;
 use super::ClusterShared;
-use crate::client::codec::invalid_data;
-use crate::client::codec::{frame, response_body, response_len};
-use crate::client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition, ReplicaFetched};
+use ferrite_client::codec::invalid_data;
+use ferrite_client::codec::{frame, response_body, response_len};
+use ferrite_client::replica_fetch::{self, ReplicaFetchLimits, ReplicaFetchPartition, ReplicaFetched};
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::offset_for_leader_epoch::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition, OffsetForLeaderTopic,

@@ -5,7 +5,7 @@
 //! A group lives on the partition `abs(java_hash(group)) % partitions`
 //! (Kafka's rule, so tools agree on where a group is); requests reach the
 //! shard owning that partition by message. Membership is the
-//! [`Group`](super::group::Group) state machine; this driver gives it the
+//! [`Group`](ferrite_groups::group::Group) state machine; this driver gives it the
 //! clock, keeps the waiting JoinGroup and SyncGroup answers, and makes
 //! writes durable before answering: an offset commit is answered once its
 //! record is appended (in a cluster, once the ISR has it), and a leader's
@@ -27,12 +27,12 @@ use ferrite_engine::{AppendMode, LeaderEpoch, Offset, PartitionLog, TimestampMs,
 use ferrite_replication::{Acks, LocalReplica, MonoMs, RoleKind};
 use tokio::sync::oneshot;
 
-use super::error::GroupError;
-use super::group::{Delivery, GroupConfig, JoinAnswer, SyncAnswer};
-use super::offsets_format::{encode_group, encode_key, RecordKey};
-use super::partition_state::PartitionGroups;
-use super::OFFSETS_TOPIC;
 use crate::shard::BrokerShard;
+use ferrite_groups::error::GroupError;
+use ferrite_groups::group::{Delivery, GroupConfig, JoinAnswer, SyncAnswer};
+use ferrite_groups::offsets_format::{encode_group, encode_key, RecordKey};
+use ferrite_groups::partition_state::PartitionGroups;
+use ferrite_groups::OFFSETS_TOPIC;
 
 /// Bytes read per step while loading a partition.
 const LOAD_READ_BYTES: usize = 1 << 20;
@@ -107,7 +107,7 @@ impl Sink {
 /// A record as read back: key and value, either possibly null.
 type ReadRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
 /// A record to write: key, and value or `None` for a tombstone.
-pub type KeyValue = (Vec<u8>, Option<Vec<u8>>);
+pub use ferrite_groups::KeyValue;
 
 type Waiters<T> = RefCell<BTreeMap<(String, String), oneshot::Sender<T>>>;
 
@@ -379,13 +379,13 @@ impl GroupCoordinator {
     }
 
     /// Compacts partition `p` when most of its records are dead (see
-    /// [`super::compaction`]).
+    /// [`ferrite_groups::compaction`]).
     pub async fn compact_if_worth_it(&self, shard: &BrokerShard, p: i32) -> Result<(), GroupError> {
         let sink = self.sink(shard, p)?;
         let log = sink.log().clone();
-        let live = self.with_groups(p, |pg| super::compaction::live_records(pg))?;
+        let live = self.with_groups(p, |pg| ferrite_groups::compaction::live_records(pg))?;
         let total = log.log_end_offset().0 - log.log_start_offset().0;
-        if !super::compaction::worth_it(total, live as i64, log.segment_count()) {
+        if !ferrite_groups::compaction::worth_it(total, live as i64, log.segment_count()) {
             return Ok(());
         }
         let gate = self.gate(p);
@@ -396,9 +396,9 @@ impl GroupCoordinator {
         // Every write before this point is in the log and in memory; none
         // runs until the live state is re-written above `covered`.
         let covered = log.log_end_offset();
-        let records = self.with_groups(p, |pg| super::compaction::live_state(pg, wall_ms()))?;
+        let records = self.with_groups(p, |pg| ferrite_groups::compaction::live_state(pg, wall_ms()))?;
         let rewritten = records.len();
-        for chunk in records.chunks(super::compaction::RECORDS_PER_BATCH) {
+        for chunk in records.chunks(ferrite_groups::compaction::RECORDS_PER_BATCH) {
             self.append(shard, p, chunk.to_vec()).await?;
         }
         let outcome = log.delete_segments_below(covered).await.map_err(|e| {

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::coordinator::{wall_ms, GroupCoordinator};
-use super::error::GroupError;
-use super::group::{GroupState, JoinAnswer, JoinRequest, Outcome, SyncAnswer, SyncRequest};
-use super::offsets_format::{encode_key, encode_offset, CommittedOffset, RecordKey};
 use crate::shard::BrokerShard;
+use ferrite_groups::error::GroupError;
+use ferrite_groups::group::{GroupState, JoinAnswer, JoinRequest, Outcome, SyncAnswer, SyncRequest};
+use ferrite_groups::offsets_format::{encode_key, encode_offset, CommittedOffset, RecordKey};
 
 /// One partition's offset in an OffsetCommit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -447,8 +447,8 @@ impl GroupCoordinator {
 
 /// The topics a consumer group's members subscribe to, from their
 /// subscriptions.
-fn subscribed_topics(g: &super::group::Group) -> std::collections::BTreeSet<String> {
-    use crate::client::group::consumer_protocol::Subscription;
+fn subscribed_topics(g: &ferrite_groups::group::Group) -> std::collections::BTreeSet<String> {
+    use ferrite_protocol::consumer_protocol::Subscription;
     let mut out = std::collections::BTreeSet::new();
     if g.protocol_type() != Some("consumer") {
         return out;

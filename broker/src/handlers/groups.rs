@@ -12,10 +12,10 @@ use std::rc::Rc;
 use ferrite_controller::ControllerError;
 
 use crate::error_map;
-use crate::groups::group::{JoinAnswer, JoinRequest, MemberIdPolicy, SyncAnswer, SyncRequest};
 use crate::groups::ops::{CommitEntry, Committer};
 use crate::groups::{GroupError, OFFSETS_TOPIC};
 use crate::shard::{AdminError, AdminOp, BrokerShard};
+use ferrite_groups::group::{JoinAnswer, JoinRequest, MemberIdPolicy, SyncAnswer, SyncRequest};
 use ferrite_protocol::authorized_operations as ops;
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::group_membership as gm;

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrite_broker::client::codec::{self, MetadataInfo};
-use ferrite_broker::client::Connection;
+use ferrite_client::codec::{self, MetadataInfo};
+use ferrite_client::Connection;
 use ferrite_testkit::zookeeper::ZooKeeper;
 
 pub struct ClusterBroker {

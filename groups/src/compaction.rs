@@ -13,10 +13,10 @@
 //! Offsets of surviving records change (unlike Kafka's cleaner): nothing
 //! reads this topic by offset but the coordinator.
 
-use super::coordinator::KeyValue;
 use super::group::GroupState;
 use super::offsets_format::{encode_group, encode_key, encode_offset, RecordKey};
 use super::partition_state::PartitionGroups;
+use super::KeyValue;
 
 /// Records per batch of the rewrite.
 pub const RECORDS_PER_BATCH: usize = 500;
@@ -67,7 +67,7 @@ pub fn live_state(pg: &PartitionGroups, now_ms: i64) -> Vec<KeyValue> {
 
 #[cfg(test)]
 mod tests {
-    use ferrite_replication::MonoMs;
+    use ferrite_ids::MonoMs;
 
     use super::super::offsets_format::CommittedOffset;
     use super::*;

@@ -2,11 +2,9 @@
 
 use std::time::Duration;
 
-use crate::client::ClientError;
+use crate::ClientError;
 use ferrite_protocol::errors::{self, ErrorCode};
 use ferrite_protocol::wire::WireError;
-
-use super::consumer_protocol::ProtocolError;
 
 /// A topic and partition.
 pub type TopicPartition = (String, i32);
@@ -26,7 +24,7 @@ pub enum MemberError {
     },
     /// A subscription or assignment could not be encoded or decoded.
     #[error("consumer protocol: {0}")]
-    Protocol(#[from] ProtocolError),
+    Protocol(WireError),
     /// An answer that decodes but cannot be used.
     #[error("unusable answer: {0}")]
     BadAnswer(String),

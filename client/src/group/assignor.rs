@@ -21,7 +21,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::consumer_protocol::{Subscription, TopicPartitions};
+use ferrite_protocol::consumer_protocol::{Subscription, TopicPartitions};
 
 /// Member id → assigned `(topic, partition)` pairs, sorted.
 pub type GroupAssignment = BTreeMap<String, Vec<(String, i32)>>;

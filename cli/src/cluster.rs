@@ -13,10 +13,9 @@ use std::time::Duration;
 
 use clap::Subcommand;
 use ferrite_controller::zk::ZkStore;
-use ferrite_controller::BrokerId;
-use ferrite_engine::TopicPartition;
+use ferrite_ids::{BrokerId, TopicPartition};
 
-use crate::client::Connection;
+use ferrite_client::Connection;
 use ferrite_protocol::elect_leaders::{self, ElectLeadersRequest, ElectLeadersResponse, ElectTopic};
 use ferrite_protocol::errors;
 
@@ -59,7 +58,7 @@ pub enum PartitionsCommand {
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error("{0}")]
-    Client(#[from] crate::client::ClientError),
+    Client(#[from] ferrite_client::ClientError),
     #[error("malformed response: {0}")]
     Wire(#[from] ferrite_protocol::wire::WireError),
     #[error("{0}")]
@@ -79,10 +78,10 @@ pub fn run_leaders(bootstrap: &str, command: LeadersCommand, out: &mut dyn std::
         }]),
         (Some(t), None) => {
             let names = [t.clone()];
-            let mut r = c.call(3, crate::client::codec::METADATA_V, |w| {
-                crate::client::codec::metadata(w, Some(&names))
+            let mut r = c.call(3, ferrite_client::codec::METADATA_V, |w| {
+                ferrite_client::codec::metadata(w, Some(&names))
             })?;
-            let meta = crate::client::codec::decode_metadata(&mut r)?;
+            let meta = ferrite_client::codec::decode_metadata(&mut r)?;
             let parts = meta
                 .topics
                 .iter()

@@ -41,9 +41,9 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::client::codec::{self, MetadataInfo, LIST_OFFSETS_V, METADATA_V};
-use crate::client::group::consumer_protocol::Assignment;
-use crate::client::{ClientError, Connection};
+use ferrite_client::codec::{self, MetadataInfo, LIST_OFFSETS_V, METADATA_V};
+use ferrite_client::{ClientError, Connection};
+use ferrite_protocol::consumer_protocol::Assignment;
 use ferrite_protocol::errors::{self, ErrorCode};
 use ferrite_protocol::group_membership as gm;
 use ferrite_protocol::group_offsets as go;
@@ -628,12 +628,12 @@ fn delete_one(boot: &mut Connection, group: &str) -> Result<(), ClientError> {
     }
 }
 
-#[path = "cli_groups_reset.rs"]
+#[path = "groups_reset.rs"]
 mod reset;
 #[cfg(test)]
 use reset::new_offset;
 use reset::reset_offsets;
 
 #[cfg(test)]
-#[path = "cli_groups_tests.rs"]
+#[path = "groups_tests.rs"]
 mod tests;

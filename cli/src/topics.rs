@@ -3,10 +3,10 @@
 
 use clap::Subcommand;
 
-use crate::client::codec::{
+use ferrite_client::codec::{
     self, ALTER_CONFIGS_V, CREATE_PARTITIONS_V, CREATE_TOPICS_V, DELETE_TOPICS_V, DESCRIBE_CONFIGS_V, METADATA_V,
 };
-use crate::client::{ClientError, Connection};
+use ferrite_client::{ClientError, Connection};
 use ferrite_protocol::errors;
 
 #[derive(Subcommand, Debug)]
@@ -118,7 +118,7 @@ pub fn run(bootstrap: &str, cmd: TopicsCommand, out: &mut dyn std::io::Write) ->
             check(&name, code, msg)?;
             writeln!(out, "Configs:").map_err(w)?;
             for (k, v, source) in configs {
-                let origin = crate::cli_configs::source_name(source);
+                let origin = crate::configs::source_name(source);
                 writeln!(out, "\t{k}={} ({origin})", v.unwrap_or_default()).map_err(w)?;
             }
         }

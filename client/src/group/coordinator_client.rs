@@ -8,7 +8,7 @@
 //! exponential backoff, finding the coordinator again where that can help;
 //! every other error code is handed back to the caller.
 //!
-//! This client has its own connection rather than [`crate::client::Connection`]
+//! This client has its own connection rather than [`crate::Connection`]
 //! because a JoinGroup or SyncGroup answer may take up to the rebalance
 //! timeout: each call sets the read timeout it needs.
 
@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use crate::client::{codec, ClientError, RESPONSE_BYTES_MAX};
+use crate::{codec, ClientError, RESPONSE_BYTES_MAX};
 use ferrite_protocol::group_membership as gm;
 use ferrite_protocol::group_offsets as go;
 use ferrite_protocol::wire::{Reader, WireResult, Writer};

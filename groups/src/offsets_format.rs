@@ -33,7 +33,7 @@
 //! from its start.
 
 use bytes::Bytes;
-use ferrite_replication::MonoMs;
+use ferrite_ids::MonoMs;
 
 use super::group::GroupSnapshot;
 use super::member::{Member, MemberPhase};

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use ferrite_replication::MonoMs;
+use ferrite_ids::MonoMs;
 
 use super::group::{Group, GroupSnapshot, GroupState};
 use super::offsets_format::{decode_key, decode_value, CommittedOffset, OffsetsRecord, RecordKey};

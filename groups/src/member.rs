@@ -1,7 +1,7 @@
 //! One member of a classic consumer group, as the coordinator sees it.
 
 use bytes::Bytes;
-use ferrite_replication::MonoMs;
+use ferrite_ids::MonoMs;
 
 /// A group member: who it is, what it can speak, what it was given, and
 /// where it is in the current rebalance.

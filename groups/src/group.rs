@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use ferrite_replication::MonoMs;
+use ferrite_ids::MonoMs;
 
 use super::error::GroupError;
 use super::member::{Member, MemberPhase};

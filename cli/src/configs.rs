@@ -8,8 +8,8 @@
 
 use clap::{Args, Subcommand};
 
-use crate::client::codec::{self, ALTER_CONFIGS_V, DESCRIBE_CONFIGS_V, METADATA_V};
-use crate::client::{ClientError, Connection};
+use ferrite_client::codec::{self, ALTER_CONFIGS_V, DESCRIBE_CONFIGS_V, METADATA_V};
+use ferrite_client::{ClientError, Connection};
 use ferrite_protocol::errors;
 
 const RESOURCE_TOPIC: i8 = 2;

@@ -22,12 +22,12 @@ use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::group_membership as gm;
 
 use super::assignor::{from_topic_partitions, to_topic_partitions, Assignor, MemberSubscription};
-use super::consumer_protocol::{Assignment, Subscription};
 use super::coordinator_client::CoordinatorClient;
 pub use super::member_error::{MemberError, RetryPolicy, TopicPartition};
 use super::range::RangeAssignor;
 use super::round_robin::RoundRobinAssignor;
 use super::sticky::StickyAssignor;
+use ferrite_protocol::consumer_protocol::{Assignment, Subscription};
 
 /// The consumer protocol type.
 pub const PROTOCOL_TYPE: &str = "consumer";
@@ -316,7 +316,7 @@ impl GroupMember {
             owned_partitions: to_topic_partitions(&self.assignment),
             ..Subscription::default()
         };
-        Ok(sub.try_encode()?)
+        sub.try_encode().map_err(MemberError::Protocol)
     }
 
     /// One JoinGroup; `None` when it must be sent again (a member id was
@@ -397,7 +397,11 @@ impl GroupMember {
         if resp.assignment.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let mut assigned = from_topic_partitions(&Assignment::decode(&resp.assignment)?.partitions);
+        let mut assigned = from_topic_partitions(
+            &Assignment::decode(&resp.assignment)
+                .map_err(MemberError::Protocol)?
+                .partitions,
+        );
         assigned.sort();
         assigned.dedup();
         Ok(Some(assigned))
@@ -439,7 +443,7 @@ impl GroupMember {
             };
             out.push(gm::SyncGroupAssignment {
                 member_id,
-                assignment: assignment.try_encode()?,
+                assignment: assignment.try_encode().map_err(MemberError::Protocol)?,
             });
         }
         Ok(out)

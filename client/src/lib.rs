@@ -1,5 +1,14 @@
-//! Ferrite's own Kafka client, used by the `ferrite` CLI and `ferrite-bench`:
-//! blocking connections with pipelining, over the client-side codec.
+//! Ferrite's own Kafka client, used by the `ferrite` CLI, the broker's
+//! follower fetcher and controller courier, and `ferrite-bench`: blocking
+//! connections with pipelining, the client-side codec ([`codec`]), the
+//! follower's fetch ([`replica_fetch`]) and a consumer-group member with its
+//! assignors ([`group`]).
+//!
+//! Depends on: `ferrite-ids` and `ferrite-protocol` only; no runtime (the
+//! connections are `std::net`). It must not depend on the engine,
+//! replication, the controller or the broker.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod codec;
 pub mod group;

@@ -28,10 +28,30 @@
 //! known layout and any trailing bytes are ignored (the decoded value then
 //! reports the newest known version); a negative version is rejected.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
-pub use super::wire::ProtocolError;
-use super::wire::{check_version, known_version, Reader, Writer};
+use super::wire::{capacity, Reader, WireError, WireResult, Writer};
+
+/// Classic encoding: no compact lengths, no tagged fields.
+const CLASSIC: bool = false;
+
+/// Maps a decoded version to the layout to parse: negative versions are
+/// refused, newer ones are read as `max` (their known prefix).
+fn known_version(what: &'static str, version: i16, max: i16) -> WireResult<i16> {
+    if version < 0 {
+        return Err(WireError::UnsupportedVersion { what, version });
+    }
+    Ok(version.min(max))
+}
+
+/// Accepts only versions `0..=max` for encoding.
+fn check_version(what: &'static str, version: i16, max: i16) -> WireResult<i16> {
+    if (0..=max).contains(&version) {
+        Ok(version)
+    } else {
+        Err(WireError::UnsupportedVersion { what, version })
+    }
+}
 
 /// Newest `ConsumerProtocolSubscription` version this module understands.
 pub const SUBSCRIPTION_VERSION_MAX: i16 = 3;
@@ -87,38 +107,38 @@ impl Subscription {
 
     /// Encodes at `self.version`, failing if the version is not 0–3 or a
     /// string, byte field or array is too long for its length prefix.
-    pub fn try_encode(&self) -> Result<Bytes, ProtocolError> {
+    pub fn try_encode(&self) -> WireResult<Bytes> {
         let version = check_version("subscription", self.version, SUBSCRIPTION_VERSION_MAX)?;
-        let mut w = Writer::new(BytesMut::new());
-        w.buf().put_i16(version);
-        w.array_len("topics", self.topics.len())?;
+        let mut w = Writer::new();
+        w.i16(version);
+        w.checked_array_len(self.topics.len(), "topics")?;
         for topic in &self.topics {
-            w.string("topics", topic)?;
+            w.checked_string(Some(topic), "topics")?;
         }
-        w.nullable_bytes("user_data", self.user_data.as_deref())?;
+        w.checked_bytes(self.user_data.as_deref(), "user_data")?;
         if version >= 1 {
             write_topic_partitions(&mut w, "owned_partitions", &self.owned_partitions)?;
         }
         if version >= 2 {
-            w.buf().put_i32(self.generation_id);
+            w.i32(self.generation_id);
         }
         if version >= 3 {
-            w.nullable_string("rack_id", self.rack_id.as_deref())?;
+            w.checked_string(self.rack_id.as_deref(), "rack_id")?;
         }
-        Ok(w.finish())
+        Ok(w.into_bytes().freeze())
     }
 
     /// Decodes a subscription; see the module docs for the version rules.
-    pub fn decode(buf: &[u8]) -> Result<Subscription, ProtocolError> {
-        let mut r = Reader::new(buf);
+    pub fn decode(buf: &Bytes) -> WireResult<Subscription> {
+        let mut r = Reader::new(buf.clone());
         let raw = r.i16("subscription version")?;
         let version = known_version("subscription", raw, SUBSCRIPTION_VERSION_MAX)?;
-        let count = r.array_len("topics", 2)?;
-        let mut topics = Vec::with_capacity(count);
+        let count = r.array_len_required(CLASSIC, 2, "topics")?;
+        let mut topics = Vec::with_capacity(capacity(count));
         for _ in 0..count {
-            topics.push(r.string("topics")?);
+            topics.push(r.string(CLASSIC, "topics")?);
         }
-        let user_data = r.nullable_bytes("user_data")?;
+        let user_data = r.nullable_bytes(CLASSIC, "user_data")?;
         let mut sub = Subscription {
             version,
             topics,
@@ -132,7 +152,7 @@ impl Subscription {
             sub.generation_id = r.i32("generation_id")?;
         }
         if version >= 3 {
-            sub.rack_id = r.nullable_string("rack_id")?;
+            sub.rack_id = r.nullable_string(CLASSIC, "rack_id")?;
         }
         Ok(sub)
     }
@@ -168,22 +188,22 @@ impl Assignment {
     }
 
     /// Encodes, failing if the version is not 0–3 or a length overflows.
-    pub fn try_encode(&self) -> Result<Bytes, ProtocolError> {
+    pub fn try_encode(&self) -> WireResult<Bytes> {
         let version = check_version("assignment", self.version, ASSIGNMENT_VERSION_MAX)?;
-        let mut w = Writer::new(BytesMut::new());
-        w.buf().put_i16(version);
+        let mut w = Writer::new();
+        w.i16(version);
         write_topic_partitions(&mut w, "assigned_partitions", &self.partitions)?;
-        w.nullable_bytes("user_data", self.user_data.as_deref())?;
-        Ok(w.finish())
+        w.checked_bytes(self.user_data.as_deref(), "user_data")?;
+        Ok(w.into_bytes().freeze())
     }
 
     /// Decodes an assignment; see the module docs for the version rules.
-    pub fn decode(buf: &[u8]) -> Result<Assignment, ProtocolError> {
-        let mut r = Reader::new(buf);
+    pub fn decode(buf: &Bytes) -> WireResult<Assignment> {
+        let mut r = Reader::new(buf.clone());
         let raw = r.i16("assignment version")?;
         let version = known_version("assignment", raw, ASSIGNMENT_VERSION_MAX)?;
         let partitions = read_topic_partitions(&mut r, "assigned_partitions")?;
-        let user_data = r.nullable_bytes("user_data")?;
+        let user_data = r.nullable_bytes(CLASSIC, "user_data")?;
         Ok(Assignment {
             version,
             partitions,
@@ -192,29 +212,25 @@ impl Assignment {
     }
 }
 
-fn write_topic_partitions(w: &mut Writer, field: &'static str, list: &[TopicPartitions]) -> Result<(), ProtocolError> {
-    w.array_len(field, list.len())?;
+fn write_topic_partitions(w: &mut Writer, field: &'static str, list: &[TopicPartitions]) -> WireResult<()> {
+    w.checked_array_len(list.len(), field)?;
     for tp in list {
-        w.string(field, &tp.topic)?;
-        w.array_len(field, tp.partitions.len())?;
+        w.checked_string(Some(&tp.topic), field)?;
+        w.checked_array_len(tp.partitions.len(), field)?;
         for p in &tp.partitions {
-            w.buf().put_i32(*p);
+            w.i32(*p);
         }
     }
     Ok(())
 }
 
-fn read_topic_partitions(r: &mut Reader<'_>, field: &'static str) -> Result<Vec<TopicPartitions>, ProtocolError> {
+fn read_topic_partitions(r: &mut Reader, field: &'static str) -> WireResult<Vec<TopicPartitions>> {
     // Smallest element: empty topic name (2 bytes) + empty partition array (4).
-    let count = r.array_len(field, 6)?;
-    let mut out = Vec::with_capacity(count);
+    let count = r.array_len_required(CLASSIC, 6, field)?;
+    let mut out = Vec::with_capacity(capacity(count));
     for _ in 0..count {
-        let topic = r.string(field)?;
-        let n = r.array_len(field, 4)?;
-        let mut partitions = Vec::with_capacity(n);
-        for _ in 0..n {
-            partitions.push(r.i32(field)?);
-        }
+        let topic = r.string(CLASSIC, field)?;
+        let partitions = r.i32_array(CLASSIC, field)?;
         out.push(TopicPartitions { topic, partitions });
     }
     Ok(out)
@@ -224,6 +240,10 @@ fn read_topic_partitions(r: &mut Reader<'_>, field: &'static str) -> Result<Vec<
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn bytes(b: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(b)
+    }
 
     fn tps(topic: &str, partitions: &[i32]) -> TopicPartitions {
         let (topic, partitions) = (topic.to_string(), partitions.to_vec());
@@ -312,13 +332,16 @@ mod tests {
             let bytes = s.encode();
             assert_eq!(Subscription::decode(&bytes).unwrap(), as_seen_at(s, version));
             for len in 0..bytes.len() {
-                assert!(Subscription::decode(&bytes[..len]).is_err(), "v{version} len {len}");
+                assert!(
+                    Subscription::decode(&bytes.slice(..len)).is_err(),
+                    "v{version} len {len}"
+                );
             }
             let a = sample_assignment(version);
             let bytes = a.encode();
             assert_eq!(Assignment::decode(&bytes).unwrap(), a);
             for len in 0..bytes.len() {
-                assert!(Assignment::decode(&bytes[..len]).is_err(), "v{version} len {len}");
+                assert!(Assignment::decode(&bytes.slice(..len)).is_err(), "v{version} len {len}");
             }
         }
     }
@@ -328,35 +351,35 @@ mod tests {
         let mut bytes = sample_subscription(3).encode().to_vec();
         bytes[1] = 9; // claim version 9
         bytes.extend_from_slice(&[0xde, 0xad]);
-        assert_eq!(Subscription::decode(&bytes).unwrap(), sample_subscription(3));
+        assert_eq!(Subscription::decode(&bytes.into()).unwrap(), sample_subscription(3));
 
         let mut bytes = sample_assignment(3).encode().to_vec();
         bytes[1] = 42;
         bytes.push(7);
-        assert_eq!(Assignment::decode(&bytes).unwrap(), sample_assignment(3));
+        assert_eq!(Assignment::decode(&bytes.into()).unwrap(), sample_assignment(3));
     }
 
     #[test]
     fn huge_array_count_fails_before_allocating() {
         // i32::MAX topic names would need >4 GiB; the bound check fires first.
-        let err = Subscription::decode(&[0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 1]).unwrap_err();
+        let err = Subscription::decode(&bytes(&[0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 1])).unwrap_err();
+        assert!(matches!(err, WireError::Truncated { what: "topics", .. }), "{err}");
+        let err = Assignment::decode(&bytes(&[0, 0, 0x7f, 0xff, 0xff, 0xff])).unwrap_err();
+        assert!(matches!(err, WireError::Truncated { .. }), "{err}");
+        // A huge partition array nested in an otherwise valid element.
+        let huge = bytes(&[0, 0, 0, 0, 0, 1, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 1]);
+        let err = Assignment::decode(&huge).unwrap_err();
         assert!(
-            matches!(err, ProtocolError::ArrayTooLong { field: "topics", .. }),
+            matches!(err, WireError::Truncated { what: "assigned_partitions", needed, .. } if needed > 1 << 30),
             "{err}"
         );
-        let err = Assignment::decode(&[0, 0, 0x7f, 0xff, 0xff, 0xff]).unwrap_err();
-        assert!(matches!(err, ProtocolError::ArrayTooLong { .. }), "{err}");
-        // A huge partition array nested in an otherwise valid element.
-        let bytes = [0, 0, 0, 0, 0, 1, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 1];
-        let err = Assignment::decode(&bytes).unwrap_err();
-        assert!(matches!(err, ProtocolError::ArrayTooLong { .. }), "{err}");
     }
 
     #[test]
     fn negative_version_is_rejected() {
-        let err = Subscription::decode(&[0xff, 0xff, 0, 0]).unwrap_err();
-        assert!(matches!(err, ProtocolError::UnsupportedVersion { version: -1, .. }));
-        assert!(Assignment::decode(&[0x80, 0x00]).is_err());
+        let err = Subscription::decode(&bytes(&[0xff, 0xff, 0, 0])).unwrap_err();
+        assert!(matches!(err, WireError::UnsupportedVersion { version: -1, .. }));
+        assert!(Assignment::decode(&bytes(&[0x80, 0x00])).is_err());
     }
 
     #[test]
@@ -365,14 +388,14 @@ mod tests {
             version: 4,
             ..Subscription::default()
         };
-        assert!(matches!(s.try_encode(), Err(ProtocolError::UnsupportedVersion { .. })));
+        assert!(matches!(s.try_encode(), Err(WireError::UnsupportedVersion { .. })));
         let s = Subscription {
             topics: vec!["x".repeat(40_000)],
             ..Subscription::default()
         };
         assert!(matches!(
             s.try_encode(),
-            Err(ProtocolError::TooLarge { field: "topics", .. })
+            Err(WireError::TooLarge { what: "topics", .. })
         ));
     }
 
@@ -400,7 +423,7 @@ mod tests {
             let bytes = s.encode();
             prop_assert_eq!(Subscription::decode(&bytes).unwrap(), s);
             for len in 0..bytes.len() {
-                prop_assert!(Subscription::decode(&bytes[..len]).is_err());
+                prop_assert!(Subscription::decode(&bytes.slice(..len)).is_err());
             }
         }
 
@@ -410,12 +433,13 @@ mod tests {
             let bytes = a.encode();
             prop_assert_eq!(Assignment::decode(&bytes).unwrap(), a);
             for len in 0..bytes.len() {
-                prop_assert!(Assignment::decode(&bytes[..len]).is_err());
+                prop_assert!(Assignment::decode(&bytes.slice(..len)).is_err());
             }
         }
 
         #[test]
         fn prop_decoding_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let bytes = Bytes::from(bytes);
             let _ = Subscription::decode(&bytes);
             let _ = Assignment::decode(&bytes);
         }
