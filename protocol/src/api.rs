@@ -269,16 +269,19 @@ pub const SUPPORTED: &[ApiSupport] = &[
 ];
 
 impl ApiKey {
+    #[inline]
     pub fn from_code(code: i16) -> Option<ApiSupport> {
         SUPPORTED.iter().copied().find(|s| s.code == code)
     }
 
+    #[inline]
     pub fn support(self) -> ApiSupport {
         let s = SUPPORTED.iter().copied().find(|s| s.key == self);
         assert!(s.is_some(), "every ApiKey is in SUPPORTED");
         s.unwrap_or(SUPPORTED[0])
     }
 
+    #[inline]
     pub fn name(self) -> &'static str {
         match self {
             ApiKey::Produce => "Produce",
@@ -316,10 +319,12 @@ impl ApiKey {
 }
 
 impl ApiSupport {
+    #[inline]
     pub fn accepts(&self, version: i16) -> bool {
         (self.min..=self.max).contains(&version)
     }
 
+    #[inline]
     pub fn is_flexible(&self, version: i16) -> bool {
         version >= self.flexible_from
     }

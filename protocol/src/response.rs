@@ -49,6 +49,7 @@ pub enum Chunk {
 }
 
 impl Chunk {
+    #[inline]
     pub fn len(&self) -> u64 {
         match self {
             Chunk::Bytes(b) => b.len() as u64,
@@ -56,6 +57,7 @@ impl Chunk {
         }
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -69,11 +71,13 @@ pub struct ResponseBuilder {
 }
 
 impl ResponseBuilder {
+    #[inline]
     pub fn new() -> ResponseBuilder {
         ResponseBuilder::default()
     }
 
     /// Ends the current encoded run and appends a record chunk after it.
+    #[inline]
     pub fn push_chunk(&mut self, chunk: Chunk) {
         let w = std::mem::take(&mut self.w);
         if !w.is_empty() {

@@ -48,6 +48,7 @@ pub type WireResult<T> = Result<T, WireError>;
 pub const PREALLOC_ELEMENTS_MAX: usize = 1024;
 
 /// The capacity to reserve for `n` decoded elements.
+#[inline]
 pub fn capacity(n: usize) -> usize {
     n.min(PREALLOC_ELEMENTS_MAX)
 }
@@ -59,23 +60,28 @@ pub struct Reader {
 }
 
 impl Reader {
+    #[inline]
     pub fn new(buf: Bytes) -> Reader {
         Reader { buf, pos: 0 }
     }
 
     /// The whole buffer read from, wherever the reader stands.
+    #[inline]
     pub fn into_bytes(self) -> Bytes {
         self.buf
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    #[inline]
     fn take(&mut self, n: usize, what: &'static str) -> WireResult<&[u8]> {
         if n > self.remaining() {
             return Err(WireError::Truncated {
@@ -90,6 +96,7 @@ impl Reader {
     }
 
     /// `n` bytes as a zero-copy slice of the frame.
+    #[inline]
     pub fn take_bytes(&mut self, n: usize, what: &'static str) -> WireResult<Bytes> {
         if n > self.remaining() {
             return Err(WireError::Truncated {
@@ -103,24 +110,29 @@ impl Reader {
         Ok(b)
     }
 
+    #[inline]
     pub fn i8(&mut self, what: &'static str) -> WireResult<i8> {
         Ok(self.take(1, what)?[0] as i8)
     }
 
+    #[inline]
     pub fn bool(&mut self, what: &'static str) -> WireResult<bool> {
         Ok(self.i8(what)? != 0)
     }
 
+    #[inline]
     pub fn i16(&mut self, what: &'static str) -> WireResult<i16> {
         let b = self.take(2, what)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
     }
 
+    #[inline]
     pub fn i32(&mut self, what: &'static str) -> WireResult<i32> {
         let b = self.take(4, what)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     pub fn i64(&mut self, what: &'static str) -> WireResult<i64> {
         let b = self.take(8, what)?;
         let mut a = [0u8; 8];
@@ -128,6 +140,7 @@ impl Reader {
         Ok(i64::from_be_bytes(a))
     }
 
+    #[inline]
     pub fn uuid(&mut self, what: &'static str) -> WireResult<[u8; 16]> {
         let b = self.take(16, what)?;
         let mut a = [0u8; 16];
@@ -135,6 +148,7 @@ impl Reader {
         Ok(a)
     }
 
+    #[inline]
     pub fn unsigned_varint(&mut self, what: &'static str) -> WireResult<u32> {
         let mut v: u32 = 0;
         for i in 0..5 {
@@ -149,6 +163,7 @@ impl Reader {
 
     /// A count of elements each at least `min_size` bytes long, checked
     /// against the bytes left. `None` for a null collection.
+    #[inline]
     fn checked_count(&mut self, raw: i64, min_size: usize, what: &'static str) -> WireResult<Option<usize>> {
         if raw < 0 {
             if raw == -1 {
@@ -169,6 +184,7 @@ impl Reader {
     }
 
     /// An array count (classic or compact), bounded by the bytes left.
+    #[inline]
     pub fn array_len(&mut self, flexible: bool, min_size: usize, what: &'static str) -> WireResult<Option<usize>> {
         let raw = if flexible {
             i64::from(self.unsigned_varint(what)?) - 1
@@ -179,11 +195,13 @@ impl Reader {
     }
 
     /// A non-null array count.
+    #[inline]
     pub fn array_len_required(&mut self, flexible: bool, min_size: usize, what: &'static str) -> WireResult<usize> {
         self.array_len(flexible, min_size, what)?
             .ok_or(WireError::UnexpectedNull { what })
     }
 
+    #[inline]
     fn string_len(&mut self, flexible: bool, what: &'static str) -> WireResult<Option<usize>> {
         let raw = if flexible {
             i64::from(self.unsigned_varint(what)?) - 1
@@ -193,6 +211,7 @@ impl Reader {
         self.checked_count(raw, 1, what)
     }
 
+    #[inline]
     pub fn nullable_string(&mut self, flexible: bool, what: &'static str) -> WireResult<Option<String>> {
         let Some(n) = self.string_len(flexible, what)? else {
             return Ok(None);
@@ -202,12 +221,14 @@ impl Reader {
         Ok(Some(s.to_string()))
     }
 
+    #[inline]
     pub fn string(&mut self, flexible: bool, what: &'static str) -> WireResult<String> {
         self.nullable_string(flexible, what)?
             .ok_or(WireError::UnexpectedNull { what })
     }
 
     /// `bytes` / `compact_bytes` (also `records`), zero-copy. `None` if null.
+    #[inline]
     pub fn nullable_bytes(&mut self, flexible: bool, what: &'static str) -> WireResult<Option<Bytes>> {
         let raw = if flexible {
             i64::from(self.unsigned_varint(what)?) - 1
@@ -221,6 +242,7 @@ impl Reader {
     }
 
     /// Non-null `bytes` / `compact_bytes`, zero-copy.
+    #[inline]
     pub fn bytes(&mut self, flexible: bool, what: &'static str) -> WireResult<Bytes> {
         self.nullable_bytes(flexible, what)?
             .ok_or(WireError::UnexpectedNull { what })
@@ -228,6 +250,7 @@ impl Reader {
 
     /// A non-null array of int32 (classic or compact), bounded by the bytes
     /// left.
+    #[inline]
     pub fn i32_array(&mut self, flexible: bool, what: &'static str) -> WireResult<Vec<i32>> {
         let n = self.array_len_required(flexible, 4, what)?;
         let mut v = Vec::with_capacity(capacity(n));
@@ -239,6 +262,7 @@ impl Reader {
 
     /// Skips a tagged-field section (flexible versions). Ferrite reads no
     /// tagged request fields yet; unknown tags are ignored as Kafka requires.
+    #[inline]
     pub fn skip_tagged_fields(&mut self) -> WireResult<()> {
         let n = self.unsigned_varint("tagged field count")?;
         let n = self.checked_count(i64::from(n), 2, "tagged field count")?.unwrap_or(0);
@@ -251,6 +275,7 @@ impl Reader {
     }
 
     /// Tagged fields, if `flexible`.
+    #[inline]
     pub fn tagged_fields_if(&mut self, flexible: bool) -> WireResult<()> {
         if flexible {
             self.skip_tagged_fields()?;
@@ -266,65 +291,80 @@ pub struct Writer {
 }
 
 impl Writer {
+    #[inline]
     pub fn new() -> Writer {
         Writer::default()
     }
 
+    #[inline]
     pub fn with_capacity(n: usize) -> Writer {
         Writer {
             buf: BytesMut::with_capacity(n),
         }
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.buf.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
 
+    #[inline]
     pub fn into_bytes(self) -> BytesMut {
         self.buf
     }
 
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         &self.buf
     }
 
     /// Overwrites an int32 at `at` (a length prefix written earlier).
+    #[inline]
     pub fn patch_i32(&mut self, at: usize, v: i32) {
         self.buf[at..at + 4].copy_from_slice(&v.to_be_bytes());
     }
 
+    #[inline]
     pub fn i8(&mut self, v: i8) {
         self.buf.put_i8(v);
     }
 
+    #[inline]
     pub fn bool(&mut self, v: bool) {
         self.buf.put_i8(i8::from(v));
     }
 
+    #[inline]
     pub fn i16(&mut self, v: i16) {
         self.buf.put_i16(v);
     }
 
+    #[inline]
     pub fn i32(&mut self, v: i32) {
         self.buf.put_i32(v);
     }
 
+    #[inline]
     pub fn i64(&mut self, v: i64) {
         self.buf.put_i64(v);
     }
 
+    #[inline]
     pub fn uuid(&mut self, v: &[u8; 16]) {
         self.buf.put_slice(v);
     }
 
+    #[inline]
     pub fn raw(&mut self, b: &[u8]) {
         self.buf.put_slice(b);
     }
 
+    #[inline]
     pub fn unsigned_varint(&mut self, mut v: u32) {
         while v >= 0x80 {
             self.buf.put_u8((v as u8 & 0x7f) | 0x80);
@@ -334,6 +374,7 @@ impl Writer {
     }
 
     /// An array count (classic or compact); `None` writes null.
+    #[inline]
     pub fn array_len(&mut self, flexible: bool, n: Option<usize>) {
         match (flexible, n) {
             (true, Some(n)) => self.unsigned_varint(n as u32 + 1),
@@ -344,6 +385,7 @@ impl Writer {
     }
 
     /// A non-null array of int32.
+    #[inline]
     pub fn i32_array(&mut self, flexible: bool, v: &[i32]) {
         self.array_len(flexible, Some(v.len()));
         for x in v {
@@ -351,6 +393,7 @@ impl Writer {
         }
     }
 
+    #[inline]
     pub fn nullable_string(&mut self, flexible: bool, s: Option<&str>) {
         match (flexible, s) {
             (true, Some(s)) => {
@@ -366,12 +409,14 @@ impl Writer {
         }
     }
 
+    #[inline]
     pub fn string(&mut self, flexible: bool, s: &str) {
         self.nullable_string(flexible, Some(s));
     }
 
     /// `bytes` / `compact_bytes` length prefix for `n` bytes that follow
     /// (written separately, possibly by sendfile).
+    #[inline]
     pub fn bytes_len(&mut self, flexible: bool, n: Option<usize>) {
         match (flexible, n) {
             (true, Some(n)) => self.unsigned_varint(n as u32 + 1),
@@ -381,6 +426,7 @@ impl Writer {
         }
     }
 
+    #[inline]
     pub fn nullable_bytes(&mut self, flexible: bool, b: Option<&[u8]>) {
         self.bytes_len(flexible, b.map(|b| b.len()));
         if let Some(b) = b {
@@ -390,6 +436,7 @@ impl Writer {
 
     /// A classic (int32) array count for a caller's value, refused when it
     /// does not fit the prefix.
+    #[inline]
     pub fn checked_array_len(&mut self, n: usize, what: &'static str) -> WireResult<()> {
         self.i32(classic_len(n, i32::MAX as usize, what)?);
         Ok(())
@@ -397,6 +444,7 @@ impl Writer {
 
     /// A classic nullable string (int16 length) for a caller's value,
     /// refused when it is longer than the prefix can say.
+    #[inline]
     pub fn checked_string(&mut self, s: Option<&str>, what: &'static str) -> WireResult<()> {
         if let Some(s) = s {
             classic_len(s.len(), i16::MAX as usize, what)?;
@@ -407,6 +455,7 @@ impl Writer {
 
     /// Classic nullable bytes (int32 length) for a caller's value, refused
     /// when longer than the prefix can say.
+    #[inline]
     pub fn checked_bytes(&mut self, b: Option<&[u8]>, what: &'static str) -> WireResult<()> {
         if let Some(b) = b {
             classic_len(b.len(), i32::MAX as usize, what)?;
@@ -418,6 +467,7 @@ impl Writer {
     /// An empty tagged-field section, if `flexible`. Ferrite writes tagged
     /// fields only when they differ from their defaults (as Apache Kafka
     /// does); librdkafka 2.0.2 misreads defaults written out.
+    #[inline]
     pub fn empty_tagged_fields_if(&mut self, flexible: bool) {
         if flexible {
             self.unsigned_varint(0);
@@ -426,6 +476,7 @@ impl Writer {
 }
 
 /// `len` as a length prefix no larger than `max`.
+#[inline]
 fn classic_len(len: usize, max: usize, what: &'static str) -> WireResult<i32> {
     if len > max {
         return Err(WireError::TooLarge { what, len, max });

@@ -7,13 +7,12 @@
 //! decode, we encode and the oracle decodes, and the two values are equal.
 
 use bytes::{Bytes, BytesMut};
-use ferrite_engine::types::{LeaderEpoch, Offset};
+use ferrite_ids::{BrokerId, LeaderEpoch, Offset};
 use ferrite_protocol::offset_for_leader_epoch::{
     self as ofle, EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition,
     OffsetForLeaderTopic, OffsetForLeaderTopicResult,
 };
 use ferrite_protocol::wire::{Reader, Writer};
-use ferrite_replication::BrokerId;
 use kafka_protocol::messages as km;
 use kafka_protocol::messages::offset_for_leader_epoch_request as kreq;
 use kafka_protocol::messages::offset_for_leader_epoch_response as kresp;
