@@ -2,16 +2,14 @@
 //! reserved cluster-wide (see `ferrite_controller::producer_ids`): from
 //! ZooKeeper through the cluster thread, or from shard 0's embedded store.
 //! A block is used up before the next is reserved; ids of a block left
-//! unused at a restart are skipped, never reused.
+//! unused at a restart are skipped, never reused. Where a block comes from
+//! is the caller's (`handlers::groups::reserve_producer_ids`).
 
 use std::cell::Cell;
-use std::rc::Rc;
+use std::future::Future;
 
 use ferrite_controller::producer_ids::ProducerIdBlock;
-use ferrite_engine::ShardId;
-
-use crate::cluster::ClusterRequest;
-use crate::shard::BrokerShard;
+use ferrite_ids::ProducerId;
 
 pub struct ProducerIds {
     next: Cell<i64>,
@@ -31,19 +29,24 @@ impl Default for ProducerIds {
 }
 
 impl ProducerIds {
-    /// A producer id no other producer of the cluster has.
-    pub async fn next(&self, shard: &Rc<BrokerShard>) -> Result<i64, String> {
+    /// A producer id no other producer of the cluster has; `reserve`
+    /// reserves the next block when this one is used up.
+    pub async fn next<F, Fut>(&self, reserve: F) -> Result<ProducerId, String>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<ProducerIdBlock, String>>,
+    {
         loop {
             if self.next.get() <= self.end.get() {
                 let id = self.next.get();
                 self.next.set(id + 1);
-                return Ok(id);
+                return Ok(ProducerId(id));
             }
             let _one = self.refill.acquire_permit(1).await.map_err(|e| e.to_string())?;
             if self.next.get() <= self.end.get() {
                 continue;
             }
-            let block = reserve(shard).await?;
+            let block = reserve().await?;
             tracing::info!(
                 start = block.block_start,
                 end = block.block_end,
@@ -53,22 +56,4 @@ impl ProducerIds {
             self.end.set(block.block_end);
         }
     }
-}
-
-async fn reserve(shard: &Rc<BrokerShard>) -> Result<ProducerIdBlock, String> {
-    if let Some(cluster) = shard.cluster() {
-        let answer = cluster
-            .ask(|reply| ClusterRequest::AllocateProducerIds { reply })
-            .await
-            .ok_or_else(|| "the cluster thread is gone".to_string())?;
-        return answer.map_err(|e| e.to_string());
-    }
-    let reserved = shard
-        .handle
-        .submit(ShardId(0), |zero: Rc<BrokerShard>| async move {
-            zero.allocate_producer_ids().map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    reserved
 }

@@ -22,7 +22,7 @@ fn batch(seq: i32, records: usize) -> Vec<u8> {
     let values: Vec<Vec<u8>> = (0..records).map(|i| format!("s{seq}-{i}").into_bytes()).collect();
     let refs: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
     let mut b = build_batch(Offset(0), TimestampMs(1_700_000_000_000), &refs);
-    set_producer(&mut b, PRODUCER, 0, seq);
+    set_producer(&mut b, ferrite_engine::ProducerId(PRODUCER), 0, seq);
     b
 }
 

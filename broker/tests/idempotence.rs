@@ -30,7 +30,7 @@ fn batch(pid: i64, epoch: i16, seq: i32, records: usize) -> Bytes {
     let values: Vec<Vec<u8>> = (0..records).map(|i| format!("v{seq}-{i}").into_bytes()).collect();
     let refs: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
     let mut b = BytesMut::from(&build_batch(Offset(0), TimestampMs(1_700_000_000_000), &refs)[..]);
-    set_producer(&mut b, pid, epoch, seq);
+    set_producer(&mut b, ferrite_engine::ProducerId(pid), epoch, seq);
     b.freeze()
 }
 

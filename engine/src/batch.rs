@@ -37,7 +37,7 @@ use zerocopy::byteorder::big_endian::{I16, I32, I64, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::BatchError;
-use crate::types::{LeaderEpoch, Offset, TimestampMs};
+use crate::types::{LeaderEpoch, Offset, ProducerId, TimestampMs};
 
 /// Size of the fixed header that precedes the records.
 pub const HEADER_BYTES: usize = 61;
@@ -116,7 +116,7 @@ pub struct BatchInfo {
     pub record_count: i32,
     pub compression: Compression,
     pub timestamp_type: TimestampType,
-    pub producer_id: i64,
+    pub producer_id: ProducerId,
     pub producer_epoch: i16,
     pub base_sequence: i32,
     pub is_transactional: bool,
@@ -249,7 +249,7 @@ fn info_of(header: &BatchHeader, size: usize) -> Result<BatchInfo, BatchError> {
         record_count: header.record_count.get(),
         compression,
         timestamp_type,
-        producer_id: header.producer_id.get(),
+        producer_id: ProducerId(header.producer_id.get()),
         producer_epoch: header.producer_epoch.get(),
         base_sequence: header.base_sequence.get(),
         is_transactional: attributes & ATTR_TRANSACTIONAL != 0,
@@ -291,10 +291,10 @@ pub fn check_fields(info: &BatchInfo, validation: Validation) -> Result<(), Batc
     if info.base_timestamp.0 < -1 || info.max_timestamp.0 < -1 {
         return invalid("negative timestamp");
     }
-    if info.producer_id < -1 {
+    if info.producer_id < ProducerId::NONE {
         return invalid("producerId below -1");
     }
-    if info.producer_id >= 0 && (info.producer_epoch < 0 || info.base_sequence < 0) {
+    if info.producer_id > ProducerId::NONE && (info.producer_epoch < 0 || info.base_sequence < 0) {
         return invalid("idempotent batch without epoch or sequence");
     }
     match validation {
@@ -355,9 +355,9 @@ pub fn build_batch(base_offset: Offset, base_timestamp: TimestampMs, values: &[&
 /// Makes the batch at the start of `bytes` an idempotent producer's:
 /// rewrites its producer id, epoch and base sequence and its CRC (tests,
 /// benchmarks, fuzz seeds).
-pub fn set_producer(bytes: &mut [u8], producer_id: i64, producer_epoch: i16, base_sequence: i32) {
+pub fn set_producer(bytes: &mut [u8], producer_id: ProducerId, producer_epoch: i16, base_sequence: i32) {
     assert!(bytes.len() >= HEADER_BYTES);
-    bytes[43..51].copy_from_slice(&producer_id.to_be_bytes());
+    bytes[43..51].copy_from_slice(&producer_id.0.to_be_bytes());
     bytes[51..53].copy_from_slice(&producer_epoch.to_be_bytes());
     bytes[53..57].copy_from_slice(&base_sequence.to_be_bytes());
     let end = claimed_size(bytes).unwrap_or(bytes.len()).min(bytes.len());

@@ -73,5 +73,5 @@ pub use log::{AppendInfo, AppendMode, PartitionLog};
 pub use log_config::LogConfig;
 pub use log_read::{FileRegion, LogRead, ReadRegion, SizeLimit};
 pub use recovery::{OpenParams, Repair};
-pub use types::{LeaderEpoch, Offset, ShardId, TimestampMs, TopicPartition};
+pub use types::{LeaderEpoch, Offset, ProducerId, ShardId, TimestampMs, TopicPartition};
 pub use write_mode::WriteMode;

@@ -536,7 +536,7 @@ impl PartitionLog {
     /// batch must be alone in its record set (as Kafka requires of every
     /// v2 produce), so a retry is all or nothing.
     fn check_sequences(&self, batches: &[(usize, BatchInfo)]) -> Result<Option<AppendInfo>> {
-        let idempotent = batches.iter().any(|(_, b)| b.producer_id >= 0);
+        let idempotent = batches.iter().any(|(_, b)| b.producer_id.is_producer());
         if !idempotent {
             return Ok(None);
         }
@@ -558,7 +558,7 @@ impl PartitionLog {
                 first_offset,
                 last_offset,
             }) => {
-                tracing::debug!(tp = %self.tp, producer = info.producer_id, seq = info.base_sequence,
+                tracing::debug!(tp = %self.tp, producer = %info.producer_id, seq = info.base_sequence,
                     first = %first_offset, "duplicate idempotent batch acknowledged with its original offsets");
                 Ok(Some(AppendInfo {
                     first_offset,

@@ -41,7 +41,7 @@ use std::path::Path;
 use crate::batch::BatchInfo;
 use crate::checkpoint::{self, ReplaceOps};
 use crate::error::Result;
-use crate::types::{Offset, TimestampMs};
+use crate::types::{Offset, ProducerId, TimestampMs};
 
 /// Batches remembered per producer.
 pub const BATCHES_KEPT: usize = 5;
@@ -87,10 +87,14 @@ pub enum SeqCheck {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SequenceError {
     #[error("producer {producer_id}: epoch {epoch} is older than its current epoch {current}")]
-    StaleEpoch { producer_id: i64, epoch: i16, current: i16 },
+    StaleEpoch {
+        producer_id: ProducerId,
+        epoch: i16,
+        current: i16,
+    },
     #[error("producer {producer_id} epoch {epoch}: sequence {got} where {expected} was expected")]
     OutOfOrder {
-        producer_id: i64,
+        producer_id: ProducerId,
         epoch: i16,
         expected: i32,
         got: i32,
@@ -114,7 +118,7 @@ fn next_seq(seq: i32) -> i32 {
 /// The producers of one partition.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProducerStates {
-    producers: BTreeMap<i64, ProducerEntry>,
+    producers: BTreeMap<ProducerId, ProducerEntry>,
 }
 
 impl ProducerStates {
@@ -130,13 +134,13 @@ impl ProducerStates {
         self.producers.is_empty()
     }
 
-    pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
+    pub fn get(&self, producer_id: ProducerId) -> Option<&ProducerEntry> {
         self.producers.get(&producer_id)
     }
 
     /// Checks a leader's incoming batch (not yet given offsets).
     pub fn check(&self, info: &BatchInfo) -> std::result::Result<SeqCheck, SequenceError> {
-        if info.producer_id < 0 {
+        if !info.producer_id.is_producer() {
             return Ok(SeqCheck::Append);
         }
         let Some(entry) = self.producers.get(&info.producer_id) else {
@@ -186,7 +190,7 @@ impl ProducerStates {
 
     /// Applies a batch that is in the log (its offsets assigned).
     pub fn record(&mut self, info: &BatchInfo) {
-        if info.producer_id < 0 || info.is_control {
+        if !info.producer_id.is_producer() || info.is_control {
             return;
         }
         if !self.producers.contains_key(&info.producer_id) && self.producers.len() >= PRODUCERS_MAX {
@@ -237,7 +241,7 @@ impl ProducerStates {
         body.extend_from_slice(&offset.0.to_be_bytes());
         body.extend_from_slice(&(self.producers.len() as u32).to_be_bytes());
         for (pid, e) in &self.producers {
-            body.extend_from_slice(&pid.to_be_bytes());
+            body.extend_from_slice(&pid.0.to_be_bytes());
             body.extend_from_slice(&e.epoch.to_be_bytes());
             body.extend_from_slice(&e.last_timestamp.0.to_be_bytes());
             body.push(e.batches.len() as u8);
@@ -272,7 +276,7 @@ impl ProducerStates {
         let mut at = HEADER_BYTES;
         let mut producers = BTreeMap::new();
         for _ in 0..count {
-            let pid = i64::from_be_bytes(take::<8>(bytes, at)?);
+            let pid = ProducerId(i64::from_be_bytes(take::<8>(bytes, at)?));
             let epoch = i16::from_be_bytes(take::<2>(bytes, at + 8)?);
             let ts = i64::from_be_bytes(take::<8>(bytes, at + 10)?);
             let n = *bytes.get(at + 18).ok_or("truncated producer")? as usize;

@@ -13,7 +13,7 @@ fn batch(pid: i64, epoch: i16, first_seq: i32, count: i32, base: i64) -> BatchIn
         record_count: count,
         compression: Compression::None,
         timestamp_type: TimestampType::CreateTime,
-        producer_id: pid,
+        producer_id: ProducerId(pid),
         producer_epoch: epoch,
         base_sequence: first_seq,
         is_transactional: false,
@@ -53,7 +53,7 @@ fn gaps_and_stale_epochs_are_refused() {
     assert_eq!(
         s.check(&batch(7, 3, 11, 1, -1)),
         Err(SequenceError::OutOfOrder {
-            producer_id: 7,
+            producer_id: ProducerId(7),
             epoch: 3,
             expected: 10,
             got: 11
@@ -62,7 +62,7 @@ fn gaps_and_stale_epochs_are_refused() {
     assert_eq!(
         s.check(&batch(7, 2, 10, 1, -1)),
         Err(SequenceError::StaleEpoch {
-            producer_id: 7,
+            producer_id: ProducerId(7),
             epoch: 2,
             current: 3
         })
@@ -81,7 +81,7 @@ fn only_the_last_five_batches_are_remembered() {
     for i in 0..7 {
         s.record(&batch(1, 0, i * 2, 2, i64::from(i) * 2));
     }
-    assert_eq!(s.get(1).map(|e| e.batches.len()), Some(BATCHES_KEPT));
+    assert_eq!(s.get(ProducerId(1)).map(|e| e.batches.len()), Some(BATCHES_KEPT));
     // The sixth-from-last is forgotten: its retry looks out of order.
     assert!(s.check(&batch(1, 0, 2, 2, -1)).is_err());
     assert!(matches!(
@@ -95,7 +95,7 @@ fn sequences_wrap_at_i32_max() {
     let mut s = ProducerStates::new();
     s.record(&batch(1, 0, i32::MAX - 1, 2, 0));
     assert_eq!(
-        s.get(1).and_then(|e| e.batches.back().map(|b| b.last_seq)),
+        s.get(ProducerId(1)).and_then(|e| e.batches.back().map(|b| b.last_seq)),
         Some(i32::MAX)
     );
     assert_eq!(s.check(&batch(1, 0, 0, 1, -1)), Ok(SeqCheck::Append));
@@ -133,6 +133,6 @@ fn idle_producers_expire() {
     s.record(&batch(1, 0, 0, 1, 0));
     s.record(&batch(2, 0, 0, 1, 500));
     assert_eq!(s.expire_before(TimestampMs(1_200)), 1);
-    assert!(s.get(1).is_none());
-    assert!(s.get(2).is_some());
+    assert!(s.get(ProducerId(1)).is_none());
+    assert!(s.get(ProducerId(2)).is_some());
 }

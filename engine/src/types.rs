@@ -2,4 +2,4 @@
 //! (`ferrite-ids`), re-exported where the engine's users have always found
 //! them.
 
-pub use ferrite_ids::{LeaderEpoch, Offset, ShardId, TimestampMs, TopicPartition};
+pub use ferrite_ids::{LeaderEpoch, Offset, ProducerId, ShardId, TimestampMs, TopicPartition};

@@ -14,7 +14,7 @@ use ferrite_engine::{AppendMode, EngineError, LogConfig, Offset, PartitionLog, W
 /// An idempotent producer's batch: `records` records from sequence `seq`.
 fn idempotent(pid: i64, epoch: i16, seq: i32, records: usize) -> BytesMut {
     let mut b = producer_batch(records, 20, 1_000, seq as u8);
-    ferrite_engine::batch::set_producer(&mut b, pid, epoch, seq);
+    ferrite_engine::batch::set_producer(&mut b, ferrite_engine::ProducerId(pid), epoch, seq);
     b
 }
 

@@ -179,6 +179,30 @@ impl fmt::Display for ControllerEpoch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BrokerEpoch(pub i64);
 
+/// A producer's id (KIP-98), handed out by InitProducerId from blocks the
+/// cluster reserves; a batch's producer id field. -1 ([`ProducerId::NONE`])
+/// marks a batch of no idempotent producer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProducerId(pub i64);
+
+impl ProducerId {
+    /// No producer: a plain (not idempotent) batch, or an answer that
+    /// carries no id.
+    pub const NONE: ProducerId = ProducerId(-1);
+
+    /// An id a producer was given (not [`ProducerId::NONE`]): its batches
+    /// carry sequences the log checks.
+    pub fn is_producer(self) -> bool {
+        self.0 >= 0
+    }
+}
+
+impl fmt::Display for ProducerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

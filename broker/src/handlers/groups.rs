@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
 
+use ferrite_controller::producer_ids::ProducerIdBlock;
 use ferrite_controller::ControllerError;
+use ferrite_ids::{ProducerId, ShardId};
 
+use crate::cluster::ClusterRequest;
 use crate::error_map;
 use crate::groups::ops::{CommitEntry, Committer};
 use crate::groups::{GroupError, OFFSETS_TOPIC};
@@ -537,11 +540,11 @@ pub async fn init_producer_id(
     let answer = if req.transactional_id.is_some() {
         InitProducerIdResponse {
             error_code: ErrorCode::InvalidRequest.code(),
-            producer_id: -1,
+            producer_id: ProducerId::NONE,
             producer_epoch: -1,
         }
     } else {
-        match shard.producer_ids.next(shard).await {
+        match shard.producer_ids.next(|| reserve_producer_ids(shard)).await {
             Ok(id) => InitProducerIdResponse {
                 error_code: 0,
                 producer_id: id,
@@ -551,11 +554,31 @@ pub async fn init_producer_id(
                 tracing::warn!(error = %e, "no producer id");
                 InitProducerIdResponse {
                     error_code: ErrorCode::CoordinatorNotAvailable.code(),
-                    producer_id: -1,
+                    producer_id: ProducerId::NONE,
                     producer_epoch: -1,
                 }
             }
         }
     };
     answer.encode(&mut b.w, v);
+}
+
+/// The next block of producer ids for this shard: from ZooKeeper through
+/// the cluster thread, or from shard 0's embedded store.
+async fn reserve_producer_ids(shard: &Rc<BrokerShard>) -> Result<ProducerIdBlock, String> {
+    if let Some(cluster) = shard.cluster() {
+        let answer = cluster
+            .ask(|reply| ClusterRequest::AllocateProducerIds { reply })
+            .await
+            .ok_or_else(|| "the cluster thread is gone".to_string())?;
+        return answer.map_err(|e| e.to_string());
+    }
+    let reserved = shard
+        .handle
+        .submit(ShardId(0), |zero: Rc<BrokerShard>| async move {
+            zero.allocate_producer_ids().map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    reserved
 }
