@@ -23,3 +23,4 @@ pub mod partition_gauges;
 pub mod producer_ids;
 pub mod server;
 pub mod shard;
+pub mod shard_groups;

@@ -178,7 +178,7 @@ impl Server {
                         glommio::spawn_local(shard.clone().follow_topic_configs(changed)).detach();
                     }
                     glommio::spawn_local(crate::metrics::report_logs(shard.clone())).detach();
-                    glommio::spawn_local(crate::groups::coordinator::run_clock(shard.clone())).detach();
+                    glommio::spawn_local(crate::shard_groups::run_group_clock(shard.clone())).detach();
                     Ok(shard)
                 })
             })

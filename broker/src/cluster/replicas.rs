@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ferrite_controller::control::PartitionInfo;
 use ferrite_controller::partition_state::{ControllerEpoch, PartitionState};
+use ferrite_engine::log_manager::LogManager;
 use ferrite_engine::{LeaderEpoch, Offset, TopicPartition};
 use ferrite_replication::{
     Backoff, BrokerId, IsrWrite, LeaderAndIsr, LocalReplica, ReplicaConfig, ReplicaLinks, ReplicaOpError, RoleKind,
@@ -18,7 +19,8 @@ use ferrite_replication::{
 
 use super::fetcher::Fetchers;
 use super::{ClusterRequest, ClusterShared};
-use crate::shard::BrokerShard;
+use crate::config_live::LiveConfig;
+use crate::handlers::FollowerViews;
 
 /// How long to wait before retrying an ISR write ZooKeeper could not take.
 const ISR_WRITE_RETRY_MS: u64 = 500;
@@ -134,7 +136,8 @@ impl ShardReplicas {
     /// opens (or creates) the log, then hands the state to the replica.
     pub async fn leader_and_isr(
         &self,
-        shard: &Rc<BrokerShard>,
+        logs: &LogManager,
+        live: &LiveConfig,
         info: &PartitionInfo,
         controller_epoch: ControllerEpoch,
     ) -> Result<(), ReplicaOpError> {
@@ -149,9 +152,8 @@ impl ShardReplicas {
                     .await
                     .and_then(|r| r.ok())
                     .unwrap_or_default();
-                let live = shard.live();
                 let log_config = live.topic_log_config(&configs);
-                let log = match shard.logs.get(&tp) {
+                let log = match logs.get(&tp) {
                     // Opened at start, before the topic's configs were known.
                     Some(log) => {
                         if log.config() != log_config {
@@ -159,7 +161,7 @@ impl ShardReplicas {
                         }
                         log
                     }
-                    None => match shard.logs.get_or_create(&tp, log_config).await {
+                    None => match logs.get_or_create(&tp, log_config).await {
                         Ok(log) => log,
                         // A StopReplica deleted it meanwhile: nothing failed.
                         Err(e @ ferrite_engine::EngineError::DeletedWhileCreated { .. }) => return Err(e.into()),
@@ -197,9 +199,11 @@ impl ShardReplicas {
     }
 
     /// StopReplica for one partition; with `delete`, its log goes too.
+    /// `follower_views` forget what they remember of the replica first.
     pub async fn stop_replica(
         &self,
-        shard: &Rc<BrokerShard>,
+        logs: &LogManager,
+        follower_views: &FollowerViews,
         tp: &TopicPartition,
         delete: bool,
     ) -> Result<(), ReplicaOpError> {
@@ -207,7 +211,7 @@ impl ShardReplicas {
         self.not_created.borrow_mut().remove(tp);
         self.changes.set(self.changes.get() + 1);
         // A follower view remembers replicas: none may keep this one open.
-        shard.follower_views.drop_stale(self.changes());
+        follower_views.drop_stale(self.changes());
         self.controller_epochs.borrow_mut().remove(tp);
         self.fetchers.remove(tp);
         if let Some(r) = replica {
@@ -219,7 +223,7 @@ impl ShardReplicas {
         // Also removes what a creation that failed may have left on disk;
         // a removal that fails (no descriptor left, the limit that failed
         // the creation) is tried again by the log manager.
-        shard.logs.delete(tp).await?;
+        logs.delete(tp).await?;
         Ok(())
     }
 

@@ -18,16 +18,17 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::BytesMut;
+use ferrite_controller::ClusterMeta;
 use ferrite_engine::batch::{self, Compression, Validation, HEADER_BYTES};
 use ferrite_engine::log_read::{ReadRegion, SizeLimit};
 use ferrite_engine::record::{decode_records, Record};
 use ferrite_engine::{AppendMode, LeaderEpoch, Offset, PartitionLog, TimestampMs, TopicPartition};
-use ferrite_replication::{Acks, LocalReplica, MonoMs, RoleKind};
+use ferrite_replication::{Acks, LocalReplica, MonoMs};
 use tokio::sync::oneshot;
 
-use crate::shard::BrokerShard;
 use ferrite_groups::error::GroupError;
 use ferrite_groups::group::{Delivery, GroupConfig, JoinAnswer, SyncAnswer};
 use ferrite_groups::offsets_format::{encode_group, encode_key, RecordKey};
@@ -82,8 +83,20 @@ struct Slot {
     groups: PartitionGroups,
 }
 
+/// What the coordinator needs of the shard it runs on, which implements it
+/// (`shard_groups.rs`): where writes to a partition of `__consumer_offsets`
+/// go, which of them it serves, and the cluster metadata.
+pub trait GroupHost {
+    /// Where writes for partition `p` go, if this shard serves it.
+    fn offsets_sink(&self, p: i32) -> Result<Sink, GroupError>;
+    /// Whether this shard serves partition `p`: owns it and leads it (in a
+    /// cluster) or has its log (standalone).
+    fn serves_offsets(&self, p: i32) -> bool;
+    fn cluster_meta(&self) -> Arc<ClusterMeta>;
+}
+
 /// Where a coordinator write goes.
-enum Sink {
+pub enum Sink {
     Log(Rc<PartitionLog>, LeaderEpoch),
     Replica(Rc<LocalReplica>),
 }
@@ -182,39 +195,10 @@ impl GroupCoordinator {
         format!("{prefix}-{a:016x}{:016x}", h.finish())
     }
 
-    /// Where writes for partition `p` go, if this shard serves it.
-    fn sink(&self, shard: &BrokerShard, p: i32) -> Result<Sink, GroupError> {
-        let tp = TopicPartition::new(OFFSETS_TOPIC.to_string(), p);
-        if let Some(replicas) = &shard.replicas {
-            let replica = replicas.get(&tp).ok_or(GroupError::NotCoordinator)?;
-            if replica.role() != RoleKind::Leader {
-                return Err(GroupError::NotCoordinator);
-            }
-            return Ok(Sink::Replica(replica));
-        }
-        let Some(log) = shard.local_log(&tp) else {
-            // The topic exists but its log is not open here yet (start-up):
-            // retriable, as a load in progress.
-            let known = shard.meta().topic(OFFSETS_TOPIC).and_then(|t| t.partition(p)).is_some();
-            return Err(if known {
-                GroupError::CoordinatorLoadInProgress
-            } else {
-                GroupError::CoordinatorNotAvailable
-            });
-        };
-        let epoch = shard
-            .meta()
-            .topic(OFFSETS_TOPIC)
-            .and_then(|t| t.partition(p))
-            .map(|pm| pm.leader_epoch)
-            .unwrap_or(0);
-        Ok(Sink::Log(log, LeaderEpoch(epoch)))
-    }
-
     /// Makes sure partition `p`'s groups are loaded for the current
     /// leadership, loading them from the log if not.
-    pub async fn ensure_loaded(&self, shard: &BrokerShard, p: i32) -> Result<(), GroupError> {
-        let sink = self.sink(shard, p)?;
+    pub async fn ensure_loaded(&self, host: &dyn GroupHost, p: i32) -> Result<(), GroupError> {
+        let sink = host.offsets_sink(p)?;
         if self.slots.borrow().get(&p).is_some_and(|s| s.epoch == sink.epoch()) {
             return Ok(());
         }
@@ -223,7 +207,7 @@ impl GroupCoordinator {
             .acquire_permit(1)
             .await
             .map_err(|_| GroupError::CoordinatorNotAvailable)?;
-        let sink = self.sink(shard, p)?;
+        let sink = host.offsets_sink(p)?;
         if self.slots.borrow().get(&p).is_some_and(|s| s.epoch == sink.epoch()) {
             return Ok(());
         }
@@ -312,11 +296,11 @@ impl GroupCoordinator {
     /// Appends records (key, value or `None` for a tombstone) to partition
     /// `p`; returns once durable as the broker defines it (the ISR has them
     /// in a cluster). Writers go through [`GroupCoordinator::write`].
-    async fn append(&self, shard: &BrokerShard, p: i32, records: Vec<KeyValue>) -> Result<(), GroupError> {
+    async fn append(&self, host: &dyn GroupHost, p: i32, records: Vec<KeyValue>) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
         }
-        let sink = self.sink(shard, p)?;
+        let sink = host.offsets_sink(p)?;
         let recs: Vec<Record<'_>> = records
             .iter()
             .enumerate()
@@ -364,7 +348,7 @@ impl GroupCoordinator {
     /// applies their effect to the loaded state.
     pub async fn write(
         &self,
-        shard: &BrokerShard,
+        host: &dyn GroupHost,
         p: i32,
         records: Vec<KeyValue>,
         apply: impl FnOnce(&mut PartitionGroups),
@@ -374,14 +358,14 @@ impl GroupCoordinator {
             .acquire_permit(1)
             .await
             .map_err(|_| GroupError::CoordinatorNotAvailable)?;
-        self.append(shard, p, records).await?;
+        self.append(host, p, records).await?;
         self.with_groups(p, apply)
     }
 
     /// Compacts partition `p` when most of its records are dead (see
     /// [`ferrite_groups::compaction`]).
-    pub async fn compact_if_worth_it(&self, shard: &BrokerShard, p: i32) -> Result<(), GroupError> {
-        let sink = self.sink(shard, p)?;
+    pub async fn compact_if_worth_it(&self, host: &dyn GroupHost, p: i32) -> Result<(), GroupError> {
+        let sink = host.offsets_sink(p)?;
         let log = sink.log().clone();
         let live = self.with_groups(p, |pg| ferrite_groups::compaction::live_records(pg))?;
         let total = log.log_end_offset().0 - log.log_start_offset().0;
@@ -399,7 +383,7 @@ impl GroupCoordinator {
         let records = self.with_groups(p, |pg| ferrite_groups::compaction::live_state(pg, wall_ms()))?;
         let rewritten = records.len();
         for chunk in records.chunks(ferrite_groups::compaction::RECORDS_PER_BATCH) {
-            self.append(shard, p, chunk.to_vec()).await?;
+            self.append(host, p, chunk.to_vec()).await?;
         }
         let outcome = log.delete_segments_below(covered).await.map_err(|e| {
             tracing::warn!(partition = p, error = %e, "deleting compacted segments failed");
@@ -437,7 +421,7 @@ impl GroupCoordinator {
 
     /// Writes the group's record if it changed, then hands out the answers
     /// that became ready. Answers to SyncGroup carry the write's failure.
-    pub async fn settle(&self, shard: &BrokerShard, p: i32, group: &str) {
+    pub async fn settle(&self, host: &dyn GroupHost, p: i32, group: &str) {
         let taken = self.with_groups(p, |pg| {
             pg.groups.get_mut(group).map(|e| {
                 let deliveries = e.group.take_deliveries();
@@ -454,7 +438,7 @@ impl GroupCoordinator {
                 group: group.to_string(),
             });
             let value = encode_group(&snap, wall_ms());
-            write_error = self.write(shard, p, vec![(key, Some(value))], |_| {}).await.err();
+            write_error = self.write(host, p, vec![(key, Some(value))], |_| {}).await.err();
         }
         self.deliver(group, deliveries, write_error);
     }
@@ -482,27 +466,18 @@ impl GroupCoordinator {
     /// Loads the `__consumer_offsets` partitions this shard serves and has
     /// not loaded (at start, and after becoming their leader), as Kafka
     /// does, so that ListGroups sees every group.
-    async fn load_served(&self, shard: &BrokerShard) {
+    async fn load_served(&self, host: &dyn GroupHost) {
         // By name, not by a walk over every partition the shard holds:
         // this runs every tick, on brokers of tens of thousands of them.
         let owned: Vec<i32> = (0..self.offsets.partitions)
-            .filter(|p| {
-                let tp = TopicPartition::new(OFFSETS_TOPIC.to_string(), *p);
-                if shard.owner(&tp) != shard.id {
-                    return false;
-                }
-                match &shard.replicas {
-                    Some(replicas) => replicas.get(&tp).is_some_and(|r| r.role() == RoleKind::Leader),
-                    None => shard.logs.get(&tp).is_some(),
-                }
-            })
+            .filter(|p| host.serves_offsets(*p))
             .collect();
         for p in owned {
-            let current = self.sink(shard, p).map(|s| s.epoch());
+            let current = host.offsets_sink(p).map(|s| s.epoch());
             let loaded = self.slots.borrow().get(&p).map(|s| s.epoch);
             if let Ok(epoch) = current {
                 if loaded != Some(epoch) {
-                    if let Err(e) = self.ensure_loaded(shard, p).await {
+                    if let Err(e) = self.ensure_loaded(host, p).await {
                         tracing::debug!(partition = p, error = %e, "group partition not loaded yet");
                     }
                 }
@@ -511,11 +486,11 @@ impl GroupCoordinator {
     }
 
     /// One round of the groups' clocks on every loaded partition.
-    pub async fn tick(&self, shard: &BrokerShard) {
-        self.load_served(shard).await;
+    pub async fn tick(&self, host: &dyn GroupHost) {
+        self.load_served(host).await;
         let now = self.now();
         for p in self.loaded_partitions() {
-            if self.sink(shard, p).is_err() {
+            if host.offsets_sink(p).is_err() {
                 // No longer ours (a new leader elsewhere): drop the state.
                 self.answer_dropped(p);
                 continue;
@@ -529,24 +504,8 @@ impl GroupCoordinator {
                 })
                 .unwrap_or_default();
             for g in groups {
-                self.settle(shard, p, &g).await;
+                self.settle(host, p, &g).await;
             }
-        }
-    }
-}
-
-/// The shard's group clock: session and rebalance timeouts every
-/// [`TICK_MS`], offset expiry every `offsets.retention.check.interval.ms`.
-/// Ends when the broker stops.
-pub async fn run_clock(shard: Rc<BrokerShard>) {
-    let mut expired_at = std::time::Instant::now();
-    let expiry_every = std::time::Duration::from_millis(shard.groups.offsets.retention_check_interval_ms.max(1_000));
-    while !shard.stopping.get() {
-        glommio::timer::sleep(std::time::Duration::from_millis(TICK_MS)).await;
-        shard.groups.tick(&shard).await;
-        if expired_at.elapsed() >= expiry_every {
-            expired_at = std::time::Instant::now();
-            shard.groups.expire_offsets(&shard).await;
         }
     }
 }

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::coordinator::{wall_ms, GroupCoordinator};
-use crate::shard::BrokerShard;
+use super::coordinator::{wall_ms, GroupCoordinator, GroupHost};
 use ferrite_groups::error::GroupError;
 use ferrite_groups::group::{GroupState, JoinAnswer, JoinRequest, Outcome, SyncAnswer, SyncRequest};
 use ferrite_groups::offsets_format::{encode_key, encode_offset, CommittedOffset, RecordKey};
@@ -66,13 +65,13 @@ fn check_group_id(group: &str) -> Result<(), GroupError> {
 }
 
 impl GroupCoordinator {
-    pub async fn join(&self, shard: &BrokerShard, group: &str, req: JoinRequest) -> JoinAnswer {
+    pub async fn join(&self, host: &dyn GroupHost, group: &str, req: JoinRequest) -> JoinAnswer {
         let member = req.member_id.clone();
         if let Err(e) = check_group_id(group) {
             return JoinAnswer::refused(e, &member);
         }
         let p = self.partition_of(group);
-        if let Err(e) = self.ensure_loaded(shard, p).await {
+        if let Err(e) = self.ensure_loaded(host, p).await {
             return JoinAnswer::refused(e, &member);
         }
         let fresh = self.fresh_member_id(&req.client_id);
@@ -83,23 +82,23 @@ impl GroupCoordinator {
         let waiting = match outcome {
             Err(e) => return JoinAnswer::refused(e, &member),
             Ok(Outcome::Now(answer)) => {
-                self.settle(shard, p, group).await;
+                self.settle(host, p, group).await;
                 return answer;
             }
             Ok(Outcome::Later { member_id }) => (self.wait_join(group, &member_id), member_id),
         };
-        self.settle(shard, p, group).await;
+        self.settle(host, p, group).await;
         let (rx, member_id) = waiting;
         rx.await
             .unwrap_or_else(|_| JoinAnswer::refused(GroupError::CoordinatorNotAvailable, &member_id))
     }
 
-    pub async fn sync(&self, shard: &BrokerShard, group: &str, req: SyncRequest) -> SyncAnswer {
+    pub async fn sync(&self, host: &dyn GroupHost, group: &str, req: SyncRequest) -> SyncAnswer {
         if let Err(e) = check_group_id(group) {
             return SyncAnswer::refused(e);
         }
         let p = self.partition_of(group);
-        if let Err(e) = self.ensure_loaded(shard, p).await {
+        if let Err(e) = self.ensure_loaded(host, p).await {
             return SyncAnswer::refused(e);
         }
         let now = self.now();
@@ -110,12 +109,12 @@ impl GroupCoordinator {
         let waiting = match outcome {
             Err(e) => return SyncAnswer::refused(e),
             Ok(Outcome::Now(answer)) => {
-                self.settle(shard, p, group).await;
+                self.settle(host, p, group).await;
                 return answer;
             }
             Ok(Outcome::Later { member_id }) => self.wait_sync(group, &member_id),
         };
-        self.settle(shard, p, group).await;
+        self.settle(host, p, group).await;
         waiting
             .await
             .unwrap_or_else(|_| SyncAnswer::refused(GroupError::CoordinatorNotAvailable))
@@ -123,7 +122,7 @@ impl GroupCoordinator {
 
     pub async fn heartbeat(
         &self,
-        shard: &BrokerShard,
+        host: &dyn GroupHost,
         group: &str,
         member_id: &str,
         instance_id: Option<&str>,
@@ -131,7 +130,7 @@ impl GroupCoordinator {
     ) -> Result<(), GroupError> {
         check_group_id(group)?;
         let p = self.partition_of(group);
-        self.ensure_loaded(shard, p).await?;
+        self.ensure_loaded(host, p).await?;
         let now = self.now();
         self.with_groups(p, |pg| match pg.groups.get_mut(group) {
             Some(e) => e.group.heartbeat(member_id, instance_id, generation, now),
@@ -141,31 +140,31 @@ impl GroupCoordinator {
 
     pub async fn leave(
         &self,
-        shard: &BrokerShard,
+        host: &dyn GroupHost,
         group: &str,
         members: Vec<(String, Option<String>)>,
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
         check_group_id(group)?;
         let p = self.partition_of(group);
-        self.ensure_loaded(shard, p).await?;
+        self.ensure_loaded(host, p).await?;
         let now = self.now();
         let results = self.with_groups(p, |pg| match pg.groups.get_mut(group) {
             Some(e) => e.group.leave(&members, now, &self.config),
             None => members.iter().map(|_| Err(GroupError::UnknownMemberId)).collect(),
         })?;
-        self.settle(shard, p, group).await;
+        self.settle(host, p, group).await;
         Ok(results)
     }
 
     pub async fn commit(
         &self,
-        shard: &BrokerShard,
+        host: &dyn GroupHost,
         group: &str,
         who: Committer,
         entries: Vec<CommitEntry>,
     ) -> Result<PartitionResults, GroupError> {
         let p = self.partition_of(group);
-        self.ensure_loaded(shard, p).await?;
+        self.ensure_loaded(host, p).await?;
         let now = self.now();
         let checked = self.with_groups(p, |pg| match pg.groups.get_mut(group) {
             Some(e) => e
@@ -175,7 +174,7 @@ impl GroupCoordinator {
             None => Err(GroupError::IllegalGeneration),
         })?;
         checked?;
-        let meta = shard.meta();
+        let meta = host.cluster_meta();
         let stamp = wall_ms();
         let mut results = Vec::with_capacity(entries.len());
         let mut records = Vec::new();
@@ -208,7 +207,7 @@ impl GroupCoordinator {
             results.push((c.topic, c.partition, check));
         }
         let written = self
-            .write(shard, p, records, |pg| {
+            .write(host, p, records, |pg| {
                 let entry = pg.get_or_create(group);
                 entry.offsets.extend(written);
             })
@@ -225,12 +224,12 @@ impl GroupCoordinator {
     /// the group has committed (`None`).
     pub async fn fetch_offsets(
         &self,
-        shard: &BrokerShard,
+        host: &dyn GroupHost,
         group: &str,
         wanted: Option<Vec<(String, Vec<i32>)>>,
     ) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError> {
         let p = self.partition_of(group);
-        self.ensure_loaded(shard, p).await?;
+        self.ensure_loaded(host, p).await?;
         self.with_groups(p, |pg| {
             let offsets = pg.groups.get(group).map(|e| &e.offsets);
             match wanted {
@@ -249,9 +248,9 @@ impl GroupCoordinator {
         })
     }
 
-    pub async fn describe(&self, shard: &BrokerShard, group: &str) -> Result<GroupDescription, GroupError> {
+    pub async fn describe(&self, host: &dyn GroupHost, group: &str) -> Result<GroupDescription, GroupError> {
         let p = self.partition_of(group);
-        self.ensure_loaded(shard, p).await?;
+        self.ensure_loaded(host, p).await?;
         self.with_groups(p, |pg| {
             let Some(e) = pg.groups.get(group) else {
                 return GroupDescription {
@@ -304,9 +303,9 @@ impl GroupCoordinator {
     }
 
     /// Deletes an empty group and its offsets.
-    pub async fn delete(&self, shard: &BrokerShard, group: &str) -> Result<(), GroupError> {
+    pub async fn delete(&self, host: &dyn GroupHost, group: &str) -> Result<(), GroupError> {
         let p = self.partition_of(group);
-        self.ensure_loaded(shard, p).await?;
+        self.ensure_loaded(host, p).await?;
         let keys = self.with_groups(p, |pg| {
             let Some(e) = pg.groups.get(group) else {
                 return Err(GroupError::GroupIdNotFound);
@@ -335,7 +334,7 @@ impl GroupCoordinator {
             }),
             None,
         ));
-        self.write(shard, p, records, |pg| {
+        self.write(host, p, records, |pg| {
             if let Some(mut e) = pg.groups.remove(group) {
                 e.group.mark_dead();
             }
@@ -346,12 +345,12 @@ impl GroupCoordinator {
     /// Deletes committed offsets of partitions the group no longer consumes.
     pub async fn delete_offsets(
         &self,
-        shard: &BrokerShard,
+        host: &dyn GroupHost,
         group: &str,
         partitions: Vec<(String, i32)>,
     ) -> Result<PartitionResults, GroupError> {
         let p = self.partition_of(group);
-        self.ensure_loaded(shard, p).await?;
+        self.ensure_loaded(host, p).await?;
         let subscribed = self.with_groups(p, |pg| {
             let Some(e) = pg.groups.get(group) else {
                 return Err(GroupError::GroupIdNotFound);
@@ -377,7 +376,7 @@ impl GroupCoordinator {
             };
             results.push((topic, partition, r));
         }
-        self.write(shard, p, records, |pg| {
+        self.write(host, p, records, |pg| {
             if let Some(e) = pg.groups.get_mut(group) {
                 for (t, q, r) in &results {
                     if r.is_ok() {
@@ -393,8 +392,8 @@ impl GroupCoordinator {
     /// Removes offsets of deleted topics, and of groups that have been
     /// empty longer than `offsets.retention.minutes`; then the groups left
     /// with nothing.
-    pub async fn expire_offsets(&self, shard: &BrokerShard) {
-        let meta = shard.meta();
+    pub async fn expire_offsets(&self, host: &dyn GroupHost) {
+        let meta = host.cluster_meta();
         let cutoff = wall_ms() - self.offsets.retention_ms.min(i64::MAX as u64) as i64;
         for p in self.loaded_partitions() {
             let doomed = self
@@ -425,7 +424,7 @@ impl GroupCoordinator {
                     })
                     .collect();
                 let removed = self
-                    .write(shard, p, records, |pg| {
+                    .write(host, p, records, |pg| {
                         if let Some(e) = pg.groups.get_mut(&group) {
                             for k in &parts {
                                 e.offsets.remove(k);
@@ -438,7 +437,7 @@ impl GroupCoordinator {
                 }
             }
             let _ = self.with_groups(p, |pg| pg.drop_finished());
-            if let Err(e) = self.compact_if_worth_it(shard, p).await {
+            if let Err(e) = self.compact_if_worth_it(host, p).await {
                 tracing::warn!(partition = p, error = %e, "compaction of __consumer_offsets failed");
             }
         }

@@ -166,7 +166,7 @@ pub async fn join_group(
     };
     let group = req.group_id.clone();
     let answer = on_coordinator(shard, &req.group_id, move |s| async move {
-        s.groups.join(&s, &group, join).await
+        s.groups.join(&*s, &group, join).await
     })
     .await
     .unwrap_or_else(|e| JoinAnswer::refused(e, &req.member_id));
@@ -206,7 +206,7 @@ pub async fn sync_group(shard: &Rc<BrokerShard>, req: gm::SyncGroupRequest, v: i
     };
     let group = req.group_id.clone();
     let answer = on_coordinator(shard, &req.group_id, move |s| async move {
-        s.groups.sync(&s, &group, sync).await
+        s.groups.sync(&*s, &group, sync).await
     })
     .await
     .unwrap_or_else(SyncAnswer::refused);
@@ -225,7 +225,7 @@ pub async fn heartbeat(shard: &Rc<BrokerShard>, req: gm::HeartbeatRequest, v: i1
     let result = on_coordinator(shard, &req.group_id, move |s| async move {
         let instance = req.group_instance_id.as_deref();
         s.groups
-            .heartbeat(&s, &group, &req.member_id, instance, req.generation_id)
+            .heartbeat(&*s, &group, &req.member_id, instance, req.generation_id)
             .await
     })
     .await
@@ -246,7 +246,7 @@ pub async fn leave_group(shard: &Rc<BrokerShard>, req: gm::LeaveGroupRequest, v:
     let group = req.group_id.clone();
     let asked = members.clone();
     let result = on_coordinator(shard, &req.group_id, move |s| async move {
-        s.groups.leave(&s, &group, asked).await
+        s.groups.leave(&*s, &group, asked).await
     })
     .await
     .and_then(|r| r);
@@ -335,7 +335,7 @@ pub async fn offset_commit(shard: &Rc<BrokerShard>, req: go::OffsetCommitRequest
     };
     let group = req.group_id.clone();
     let result = on_coordinator(shard, &req.group_id, move |s| async move {
-        s.groups.commit(&s, &group, who, entries).await
+        s.groups.commit(&*s, &group, who, entries).await
     })
     .await
     .and_then(|r| r);
@@ -354,7 +354,7 @@ pub async fn offset_fetch(shard: &Rc<BrokerShard>, req: go::OffsetFetchRequest, 
     let asked = wanted.clone();
     let group = req.group_id.clone();
     let result = on_coordinator(shard, &req.group_id, move |s| async move {
-        s.groups.fetch_offsets(&s, &group, asked).await
+        s.groups.fetch_offsets(&*s, &group, asked).await
     })
     .await
     .and_then(|r| r);
@@ -407,7 +407,7 @@ pub async fn offset_delete(shard: &Rc<BrokerShard>, req: go::OffsetDeleteRequest
         .collect();
     let group = req.group_id.clone();
     let result = on_coordinator(shard, &req.group_id, move |s| async move {
-        s.groups.delete_offsets(&s, &group, partitions).await
+        s.groups.delete_offsets(&*s, &group, partitions).await
     })
     .await
     .and_then(|r| r);
@@ -465,7 +465,7 @@ pub async fn describe_groups(shard: &Rc<BrokerShard>, req: ga::DescribeGroupsReq
         let described = on_coordinator(
             shard,
             &group_id,
-            move |s| async move { s.groups.describe(&s, &g).await },
+            move |s| async move { s.groups.describe(&*s, &g).await },
         )
         .await
         .and_then(|r| r);
@@ -512,7 +512,7 @@ pub async fn delete_groups(shard: &Rc<BrokerShard>, req: ga::DeleteGroupsRequest
     let mut results = Vec::with_capacity(req.groups_names.len().min(1024));
     for group_id in req.groups_names {
         let g = group_id.clone();
-        let r = on_coordinator(shard, &group_id, move |s| async move { s.groups.delete(&s, &g).await })
+        let r = on_coordinator(shard, &group_id, move |s| async move { s.groups.delete(&*s, &g).await })
             .await
             .and_then(|r| r);
         results.push(ga::DeletableGroupResult {

@@ -105,7 +105,10 @@ pub async fn controller_request(shard: &Rc<BrokerShard>, rpc: ControllerRpc, b: 
                         let Some(replicas) = s.replicas.clone() else {
                             return ErrorCode::NotController;
                         };
-                        match replicas.stop_replica(&s, &t, delete == DeleteData::Delete).await {
+                        match replicas
+                            .stop_replica(&s.logs, &s.follower_views, &t, delete == DeleteData::Delete)
+                            .await
+                        {
                             Ok(()) => ErrorCode::None,
                             Err(e) => error_map::replica_op(&e),
                         }
@@ -145,7 +148,7 @@ async fn leader_and_isr(
                 let Some(replicas) = s.replicas.clone() else {
                     return ErrorCode::NotController;
                 };
-                match replicas.leader_and_isr(&s, &info, epoch).await {
+                match replicas.leader_and_isr(&s.logs, &s.live(), &info, epoch).await {
                     Ok(()) => ErrorCode::None,
                     Err(e) => {
                         tracing::info!(tp = %info.partition, error = %e, "LeaderAndIsr not applied");
