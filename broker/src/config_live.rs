@@ -28,8 +28,8 @@ use ferrite_controller::embedded::ConfigOp;
 use ferrite_controller::{topic_config, BrokerId, ClusterMeta, ControllerError};
 use ferrite_engine::{LogConfig, ShardId};
 
-use crate::config::BrokerConfig;
 use crate::shard::{broadcast, AdminError, BrokerShard};
+use ferrite_config::BrokerConfig;
 use ferrite_protocol::configs::ConfigSource;
 
 /// The settings in force on one shard.

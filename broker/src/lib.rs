@@ -1,16 +1,17 @@
-//! The broker: listeners on the shards, the Kafka wire protocol, request
-//! routing and API handlers, the cluster runtime, the group and producer
-//! coordinators, configuration, metrics and the `ferrite` CLI.
+//! The server: listeners on the shards, request routing and the API
+//! handlers, the cluster runtime (ZooKeeper thread, replicas, follower
+//! fetchers), the group coordinator's driver and producer ids, dynamic
+//! configuration, metrics, and the `ferrite` binary that runs it (and the
+//! administration commands of `ferrite-cli`).
 //!
 //! Depends on: every crate below it (`ferrite-ids`, `ferrite-protocol`,
-//! `ferrite-client`, `ferrite-engine`, `ferrite-replication`, `ferrite-controller`). Only the benchmarks depend
-//! on it.
+//! `ferrite-client`, `ferrite-groups`, `ferrite-config`, `ferrite-cli`,
+//! `ferrite-engine`, `ferrite-replication`, `ferrite-controller`). Only
+//! the benchmarks and the fuzz targets depend on it.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cluster;
-pub mod config;
-pub mod config_defs;
 pub mod config_live;
 pub mod error_map;
 pub mod groups;

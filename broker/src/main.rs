@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use ferrite_broker::config::{parse_properties, BrokerConfig};
 use ferrite_broker::server::{block_stop_signals, wait_for_signal, Server};
+use ferrite_config::{parse_properties, BrokerConfig};
 
 /// mimalloc instead of glibc's malloc: a broker allocates and frees per
 /// request (frame buffers that the batch cache later drops, tasks, response

@@ -15,9 +15,9 @@ use ferrite_engine::{LogConfig, TopicPartition};
 use crate::cluster::replicas::ShardReplicas;
 use crate::cluster::zk_thread::ClusterThread;
 use crate::cluster::{ClusterRequest, ClusterShared};
-use crate::config::BrokerConfig;
 use crate::config_live::LiveConfig;
 use crate::shard::{BrokerShard, Stale};
+use ferrite_config::BrokerConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

@@ -24,10 +24,10 @@ use ferrite_engine::{EngineError, LogConfig, PartitionLog, ShardId, TopicPartiti
 
 use crate::cluster::replicas::ShardReplicas;
 use crate::cluster::ClusterShared;
-use crate::config::BrokerConfig;
 use crate::config_live::LiveConfig;
 use crate::groups::GroupCoordinator;
 use crate::producer_ids::ProducerIds;
+use ferrite_config::BrokerConfig;
 
 /// What to do with local logs the metadata no longer names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

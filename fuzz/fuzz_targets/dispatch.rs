@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use ferrite_broker::config::BrokerConfig;
+use ferrite_config::BrokerConfig;
 use ferrite_broker::handlers;
 use ferrite_broker::server::Server;
 use ferrite_broker::shard::BrokerShard;

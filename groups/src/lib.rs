@@ -30,3 +30,33 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// One `__consumer_offsets` record: its key and its value (`None` for a
 /// tombstone).
 pub type KeyValue = (Vec<u8>, Option<Vec<u8>>);
+
+/// The offsets topic's settings (Kafka's `offsets.*` names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetsConfig {
+    /// `offsets.topic.num.partitions`
+    pub partitions: i32,
+    /// `offsets.topic.replication.factor`
+    pub replication_factor: i16,
+    /// `offsets.topic.segment.bytes`
+    pub segment_bytes: u64,
+    /// `offsets.retention.minutes`, in ms.
+    pub retention_ms: u64,
+    /// `offset.metadata.max.bytes`
+    pub metadata_bytes_max: usize,
+    /// `offsets.retention.check.interval.ms`
+    pub retention_check_interval_ms: u64,
+}
+
+impl Default for OffsetsConfig {
+    fn default() -> OffsetsConfig {
+        OffsetsConfig {
+            partitions: 50,
+            replication_factor: 3,
+            segment_bytes: 100 << 20,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            metadata_bytes_max: 4096,
+            retention_check_interval_ms: 600_000,
+        }
+    }
+}

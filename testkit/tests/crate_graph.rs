@@ -19,6 +19,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("ferrite-replication", &["ferrite-ids", "ferrite-engine"]),
     // The engine for `LogConfig` (a topic's log settings), not for types.
     ("ferrite-controller", &["ferrite-ids", "ferrite-engine"]),
+    // The broker's configuration under Kafka's names.
+    (
+        "ferrite-config",
+        &[
+            "ferrite-ids",
+            "ferrite-protocol",
+            "ferrite-groups",
+            "ferrite-engine",
+            "ferrite-controller",
+        ],
+    ),
     // The administration commands: the client, and the controller's
     // ZooKeeper store for partition reassignment.
     (
@@ -40,6 +51,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-engine",
             "ferrite-replication",
             "ferrite-controller",
+            "ferrite-config",
             "ferrite-cli",
         ],
     ),

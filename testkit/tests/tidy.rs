@@ -25,7 +25,7 @@ const FUNCTION_LINES_MAX: usize = 70;
 const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("bench/src/bin/ferrite-bench.rs", "main"),
     ("broker/src/server.rs", "start"),
-    ("broker/src/config.rs", "apply"),
+    ("config/src/lib.rs", "apply"),
     ("broker/src/cluster/zk_thread.rs", "serve"),
     ("engine/src/recovery.rs", "open_with_report"),
     ("bench/src/load.rs", "produce"),
@@ -54,6 +54,7 @@ const SOURCE_DIRS: &[&str] = &[
     "client/src",
     "groups/src",
     "cli/src",
+    "config/src",
     "engine/src",
     "replication/src",
     "controller/src",

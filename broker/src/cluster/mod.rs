@@ -38,7 +38,7 @@ use ferrite_engine::TopicPartition;
 use ferrite_replication::{IsrWriteOutcome, MonoMs, ZkVersion};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::config::{BrokerConfig, ClusterConfig};
+use ferrite_config::{BrokerConfig, ClusterConfig};
 use metadata_cache::MetaCache;
 
 /// Requests the cluster thread may have waiting.

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::courier::Courier;
 use super::{ClusterRequest, ClusterShared, REQUESTS_QUEUED_MAX};
-use crate::config::BrokerConfig;
+use ferrite_config::BrokerConfig;
 
 /// The running cluster thread.
 pub struct ClusterThread {

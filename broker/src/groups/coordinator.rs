@@ -33,6 +33,7 @@ use ferrite_groups::error::GroupError;
 use ferrite_groups::group::{Delivery, GroupConfig, JoinAnswer, SyncAnswer};
 use ferrite_groups::offsets_format::{encode_group, encode_key, RecordKey};
 use ferrite_groups::partition_state::PartitionGroups;
+pub use ferrite_groups::OffsetsConfig;
 use ferrite_groups::OFFSETS_TOPIC;
 
 /// Bytes read per step while loading a partition.
@@ -45,36 +46,6 @@ pub const TICK_MS: u64 = 100;
 const WRITES_INFLIGHT_MAX: u64 = 1024;
 /// How long a coordinator write may wait for the ISR.
 pub const WRITE_TIMEOUT_MS: u64 = 5_000;
-
-/// The offsets topic's settings (Kafka's `offsets.*` names).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetsConfig {
-    /// `offsets.topic.num.partitions`
-    pub partitions: i32,
-    /// `offsets.topic.replication.factor`
-    pub replication_factor: i16,
-    /// `offsets.topic.segment.bytes`
-    pub segment_bytes: u64,
-    /// `offsets.retention.minutes`, in ms.
-    pub retention_ms: u64,
-    /// `offset.metadata.max.bytes`
-    pub metadata_bytes_max: usize,
-    /// `offsets.retention.check.interval.ms`
-    pub retention_check_interval_ms: u64,
-}
-
-impl Default for OffsetsConfig {
-    fn default() -> OffsetsConfig {
-        OffsetsConfig {
-            partitions: 50,
-            replication_factor: 3,
-            segment_bytes: 100 << 20,
-            retention_ms: 7 * 24 * 3600 * 1000,
-            metadata_bytes_max: 4096,
-            retention_check_interval_ms: 600_000,
-        }
-    }
-}
 
 /// A loaded partition: its groups, and the leader epoch they were loaded
 /// under (`None` for a standalone broker).

@@ -20,11 +20,11 @@ use ferrite_controller::topic_config_defs::{ConfigKind, TopicConfigDef, TOPIC_CO
 use ferrite_controller::{BrokerId, TopicMeta};
 use ferrite_engine::log_config;
 
-use crate::config_defs;
 use crate::config_live::LiveConfig;
 use crate::error_map;
 use crate::log_levels::{self, LevelOp, Refusal};
 use crate::shard::{AdminOp, BrokerShard};
+use ferrite_config::defs;
 use ferrite_protocol::configs::{
     encode_alter, encode_describe, AlterConfigsRequest, ConfigEntry, ConfigSource, ConfigSynonym,
     DescribeConfigsRequest, DescribeConfigsResult, IncrementalAlterConfigsRequest, OP_APPEND, OP_DELETE, OP_SET,
@@ -110,7 +110,7 @@ fn describe_one(
 fn default_synonym(d: &TopicConfigDef) -> Option<(&'static str, String)> {
     d.synonyms
         .iter()
-        .find_map(|s| Some((*s, config_defs::default_of(s)?.to_string())))
+        .find_map(|s| Some((*s, defs::default_of(s)?.to_string())))
 }
 
 fn synonym(name: &str, value: &str, source: ConfigSource) -> ConfigSynonym {
@@ -144,7 +144,7 @@ fn topic_entries(
 }
 
 /// One broker setting as DescribeConfigs shows it on a broker resource.
-fn broker_entry(shard: &BrokerShard, live: &LiveConfig, d: &config_defs::Described, include: Include) -> ConfigEntry {
+fn broker_entry(shard: &BrokerShard, live: &LiveConfig, d: &defs::Described, include: Include) -> ConfigEntry {
     let layers = live.layers(&shard.config, d.name);
     let (value, source) = match layers.first() {
         Some((source, v)) => (Some(v.clone()), *source),
@@ -194,7 +194,7 @@ fn broker_entries(
     include: Include,
 ) -> Vec<ConfigEntry> {
     let live = shard.live();
-    let all = config_defs::all();
+    let all = defs::all();
     match entity {
         BrokerEntity::Broker(_) => all
             .iter()

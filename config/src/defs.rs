@@ -177,7 +177,7 @@ pub fn all() -> Vec<Described> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::BrokerConfig;
+    use crate::BrokerConfig;
 
     #[test]
     fn each_listed_setting_is_read_and_its_default_changes_nothing() {

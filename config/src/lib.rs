@@ -1,6 +1,18 @@
 //! Broker configuration under Kafka's property names (`server.properties`),
 //! with `--override key=value` on top. Unknown keys are warned about; keys
 //! Kafka has but Ferrite does not need are accepted and reported as inert.
+//! What each key means, its default and whether it can change while the
+//! broker runs: [`defs`].
+//!
+//! Depends on: `ferrite-ids`, `ferrite-protocol` (the fetch path setting),
+//! `ferrite-engine` (log and shard settings), `ferrite-controller` (the
+//! dynamic broker configs and topic config definitions) and
+//! `ferrite-groups` (group and offsets-topic settings). It must not depend
+//! on the broker, nor do I/O beyond what the caller hands it.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod defs;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -10,8 +22,7 @@ use ferrite_engine::log_config::LogConfig;
 use ferrite_engine::shard::Pinning;
 use ferrite_engine::WriteMode;
 
-use crate::config_defs;
-use crate::groups::{GroupConfig, OffsetsConfig};
+use ferrite_groups::{GroupConfig, OffsetsConfig};
 
 /// Bounds of `ferrite.io.memory.bytes.per.shard`.
 const IO_MEMORY_BYTES_MIN: usize = 1 << 20;
@@ -393,13 +404,13 @@ impl BrokerConfig {
                 "ferrite.metrics.listen" => {
                     self.metrics_listen = Some(v.parse().map_err(|_| invalid(k, v, "expected host:port"))?)
                 }
-                _ if config_defs::INERT_CONFIGS.iter().any(|d| d.name == k) => {
+                _ if defs::INERT_CONFIGS.iter().any(|d| d.name == k) => {
                     tracing::info!(key = k, "accepted; has no effect in Ferrite");
                 }
                 // A topic config's broker default without a field here
                 // (log.cleanup.policy, compression.type, …): kept in
                 // `given`, where DescribeConfigs and the topic logs find it.
-                _ if config_defs::is_topic_synonym(k) => {
+                _ if defs::is_topic_synonym(k) => {
                     if ferrite_controller::broker_config::dynamic(k).is_some() {
                         ferrite_controller::broker_config::validate(k, Some(v))
                             .map_err(|e| invalid(k, v, e.to_string()))?;
