@@ -205,7 +205,7 @@ impl<'a> GroupConsumer<'a> {
         }
         let (n, bytes, next) = count_batches(&f.records, offset);
         self.positions.insert(p, next);
-        self.caught_up.insert(p, next >= f.high_watermark);
+        self.caught_up.insert(p, next >= f.high_watermark.0);
         self.shared.records.fetch_add(n, Ordering::Relaxed);
         self.shared.bytes.fetch_add(bytes, Ordering::Relaxed);
         Ok(())

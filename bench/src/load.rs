@@ -527,7 +527,7 @@ pub fn consume(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
             }
             let (n, bytes, next) = count_batches(&f.records, offsets[j]);
             offsets[j] = next;
-            caught_up[j] = next >= f.high_watermark;
+            caught_up[j] = next >= f.high_watermark.0;
             records += n;
             shared.records.fetch_add(n, Ordering::Relaxed);
             shared.bytes.fetch_add(bytes, Ordering::Relaxed);

@@ -4,6 +4,7 @@
 //! 2.x serves.
 
 use bytes::Bytes;
+use ferrite_ids::Offset;
 
 use ferrite_protocol::wire::{capacity, Reader, WireResult, Writer};
 
@@ -261,7 +262,7 @@ pub fn fetch(w: &mut Writer, max_wait_ms: i32, max_bytes: i32, topic: &str, part
 #[derive(Debug)]
 pub struct FetchedPartition {
     pub error: i16,
-    pub high_watermark: i64,
+    pub high_watermark: Offset,
     pub records: Bytes,
 }
 
@@ -277,7 +278,7 @@ pub fn decode_fetch(r: &mut Reader) -> WireResult<FetchedPartition> {
         },
         None => FetchedPartition {
             error,
-            high_watermark: -1,
+            high_watermark: Offset::NONE,
             records: Bytes::new(),
         },
     })

@@ -3,6 +3,7 @@
 //! whole response decoded (bounded) into one entry per partition.
 
 use bytes::Bytes;
+use ferrite_ids::{LeaderEpoch, Offset};
 
 use ferrite_protocol::wire::{capacity, Reader, WireResult, Writer};
 
@@ -13,9 +14,9 @@ pub const REPLICA_FETCH_V: i16 = 11;
 pub struct ReplicaFetchPartition<'a> {
     pub topic: &'a str,
     pub partition: i32,
-    pub current_leader_epoch: i32,
-    pub fetch_offset: i64,
-    pub log_start_offset: i64,
+    pub current_leader_epoch: LeaderEpoch,
+    pub fetch_offset: Offset,
+    pub log_start_offset: Offset,
     pub max_bytes: i32,
 }
 
@@ -50,9 +51,9 @@ pub fn encode(w: &mut Writer, limits: ReplicaFetchLimits, partitions: &[ReplicaF
         w.array_len(false, Some(ps.len()));
         for p in ps {
             w.i32(p.partition);
-            w.i32(p.current_leader_epoch);
-            w.i64(p.fetch_offset);
-            w.i64(p.log_start_offset);
+            w.i32(p.current_leader_epoch.0);
+            w.i64(p.fetch_offset.0);
+            w.i64(p.log_start_offset.0);
             w.i32(p.max_bytes);
         }
     }
@@ -67,8 +68,8 @@ pub struct ReplicaFetched {
     pub topic: std::rc::Rc<str>,
     pub partition: i32,
     pub error: i16,
-    pub high_watermark: i64,
-    pub log_start_offset: i64,
+    pub high_watermark: Offset,
+    pub log_start_offset: Offset,
     pub records: Bytes,
 }
 
@@ -86,9 +87,9 @@ pub fn decode(r: &mut Reader) -> WireResult<(i16, Vec<ReplicaFetched>)> {
         for _ in 0..np {
             let partition = r.i32("partition")?;
             let error = r.i16("error")?;
-            let high_watermark = r.i64("high_watermark")?;
+            let high_watermark = Offset(r.i64("high_watermark")?);
             r.i64("last_stable_offset")?;
-            let log_start_offset = r.i64("log_start_offset")?;
+            let log_start_offset = Offset(r.i64("log_start_offset")?);
             if let Some(n) = r.array_len(false, 16, "aborted")? {
                 for _ in 0..n {
                     r.i64("producer_id")?;
@@ -140,25 +141,25 @@ mod tests {
             ReplicaFetchPartition {
                 topic: "a",
                 partition: 0,
-                current_leader_epoch: 3,
-                fetch_offset: 10,
-                log_start_offset: 0,
+                current_leader_epoch: LeaderEpoch(3),
+                fetch_offset: Offset(10),
+                log_start_offset: Offset(0),
                 max_bytes: 1000,
             },
             ReplicaFetchPartition {
                 topic: "a",
                 partition: 2,
-                current_leader_epoch: 4,
-                fetch_offset: 20,
-                log_start_offset: 5,
+                current_leader_epoch: LeaderEpoch(4),
+                fetch_offset: Offset(20),
+                log_start_offset: Offset(5),
                 max_bytes: 1000,
             },
             ReplicaFetchPartition {
                 topic: "b",
                 partition: 1,
-                current_leader_epoch: 1,
-                fetch_offset: 0,
-                log_start_offset: 0,
+                current_leader_epoch: LeaderEpoch(1),
+                fetch_offset: Offset(0),
+                log_start_offset: Offset(0),
                 max_bytes: 1000,
             },
         ];
@@ -174,8 +175,8 @@ mod tests {
         let f = FetchRequest::decode(&mut r, REPLICA_FETCH_V, false).unwrap();
         assert_eq!(f.replica_id, 2);
         assert_eq!(f.topics.len(), 2);
-        assert_eq!(f.topics[0].partitions[1].fetch_offset, 20);
-        assert_eq!(f.topics[0].partitions[1].current_leader_epoch, 4);
+        assert_eq!(f.topics[0].partitions[1].fetch_offset, Offset(20));
+        assert_eq!(f.topics[0].partitions[1].current_leader_epoch, LeaderEpoch(4));
         assert_eq!(f.topics[1].topic, "b");
         assert_eq!(r.remaining(), 0);
     }

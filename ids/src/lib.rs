@@ -19,6 +19,9 @@ pub struct Offset(pub i64);
 
 impl Offset {
     pub const ZERO: Offset = Offset(0);
+    /// No offset: -1 on the wire (an unknown HW or log start, a consumer's
+    /// log start in a fetch).
+    pub const NONE: Offset = Offset(-1);
 
     pub fn get(self) -> i64 {
         self.0

@@ -2,15 +2,19 @@
 //! and epoch and the partitions it forgets, and the response the session's
 //! id (KIP-227; kept by `handlers/fetch_session.rs`).
 
+use ferrite_ids::{LeaderEpoch, Offset};
+
 use super::response::{Chunk, ResponseBuilder};
 use super::wire::{capacity, Reader, WireResult};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FetchPartition {
     pub partition: i32,
-    pub current_leader_epoch: i32,
-    pub fetch_offset: i64,
-    pub log_start_offset: i64,
+    /// -1 ([`LeaderEpoch::NONE`]): not checked (and before v9).
+    pub current_leader_epoch: LeaderEpoch,
+    pub fetch_offset: Offset,
+    /// A follower's log start; -1 from consumers (and before v5).
+    pub log_start_offset: Offset,
     pub partition_max_bytes: i32,
 }
 
@@ -59,45 +63,16 @@ impl FetchRequest {
             let np = r.array_len_required(flexible, 16, "fetch partitions")?;
             let mut partitions = Vec::with_capacity(capacity(np));
             for _ in 0..np {
-                let partition = r.i32("partition")?;
-                let current_leader_epoch = if version >= 9 {
-                    r.i32("current_leader_epoch")?
-                } else {
-                    -1
-                };
-                let fetch_offset = r.i64("fetch_offset")?;
-                if version >= 12 {
-                    r.i32("last_fetched_epoch")?;
-                }
-                let log_start_offset = if version >= 5 { r.i64("log_start_offset")? } else { -1 };
-                let partition_max_bytes = r.i32("partition_max_bytes")?;
-                r.tagged_fields_if(flexible)?;
-                partitions.push(FetchPartition {
-                    partition,
-                    current_leader_epoch,
-                    fetch_offset,
-                    log_start_offset,
-                    partition_max_bytes,
-                });
+                partitions.push(FetchPartition::decode(r, version, flexible)?);
             }
             r.tagged_fields_if(flexible)?;
             topics.push(FetchTopic { topic, partitions });
         }
-        let mut forgotten = Vec::new();
-        if version >= 7 {
-            let nf = r.array_len_required(flexible, 2, "forgotten topics")?;
-            forgotten.reserve(capacity(nf));
-            for _ in 0..nf {
-                let topic = r.string(flexible, "forgotten topic")?;
-                let np = r.array_len_required(flexible, 4, "forgotten partitions")?;
-                let mut partitions = Vec::with_capacity(capacity(np));
-                for _ in 0..np {
-                    partitions.push(r.i32("forgotten partition")?);
-                }
-                r.tagged_fields_if(flexible)?;
-                forgotten.push((topic, partitions));
-            }
-        }
+        let forgotten = if version >= 7 {
+            read_forgotten(r, flexible)?
+        } else {
+            Vec::new()
+        };
         if version >= 11 {
             r.string(flexible, "rack_id")?;
         }
@@ -116,14 +91,52 @@ impl FetchRequest {
     }
 }
 
+impl FetchPartition {
+    fn decode(r: &mut Reader, version: i16, flexible: bool) -> WireResult<FetchPartition> {
+        let partition = r.i32("partition")?;
+        let current_leader_epoch = if version >= 9 {
+            LeaderEpoch(r.i32("current_leader_epoch")?)
+        } else {
+            LeaderEpoch::NONE
+        };
+        let fetch_offset = Offset(r.i64("fetch_offset")?);
+        if version >= 12 {
+            r.i32("last_fetched_epoch")?;
+        }
+        let log_start_offset = Offset(if version >= 5 { r.i64("log_start_offset")? } else { -1 });
+        let partition_max_bytes = r.i32("partition_max_bytes")?;
+        r.tagged_fields_if(flexible)?;
+        Ok(FetchPartition {
+            partition,
+            current_leader_epoch,
+            fetch_offset,
+            log_start_offset,
+            partition_max_bytes,
+        })
+    }
+}
+
+/// The partitions an incremental fetch drops from its session (v7+).
+fn read_forgotten(r: &mut Reader, flexible: bool) -> WireResult<Vec<(String, Vec<i32>)>> {
+    let nf = r.array_len_required(flexible, 2, "forgotten topics")?;
+    let mut forgotten = Vec::with_capacity(capacity(nf));
+    for _ in 0..nf {
+        let topic = r.string(flexible, "forgotten topic")?;
+        let partitions = r.i32_array(flexible, "forgotten partitions")?;
+        r.tagged_fields_if(flexible)?;
+        forgotten.push((topic, partitions));
+    }
+    Ok(forgotten)
+}
+
 /// One partition's answer; `records` is sent as it is.
 #[derive(Debug)]
 pub struct FetchPartitionResponse {
     pub index: i32,
     pub error: i16,
-    pub high_watermark: i64,
-    pub last_stable_offset: i64,
-    pub log_start_offset: i64,
+    pub high_watermark: Offset,
+    pub last_stable_offset: Offset,
+    pub log_start_offset: Offset,
     pub records: Vec<Chunk>,
 }
 
@@ -156,10 +169,10 @@ pub fn encode_response(
         for p in t.partitions {
             b.w.i32(p.index);
             b.w.i16(p.error);
-            b.w.i64(p.high_watermark);
-            b.w.i64(p.last_stable_offset);
+            b.w.i64(p.high_watermark.0);
+            b.w.i64(p.last_stable_offset.0);
             if version >= 5 {
-                b.w.i64(p.log_start_offset);
+                b.w.i64(p.log_start_offset.0);
             }
             b.w.array_len(flexible, Some(0));
             if version >= 11 {

@@ -1,6 +1,8 @@
 //! ListOffsets (key 2), v1-7. Timestamps -1 (latest) and -2 (earliest) are
 //! special; -3 (v7+) asks for the record with the largest timestamp.
 
+use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
+
 use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const LATEST: i64 = -1;
@@ -13,7 +15,9 @@ pub const MAX_TIMESTAMP: i64 = -3;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListOffsetsPartition {
     pub index: i32,
-    pub current_leader_epoch: i32,
+    /// -1 ([`LeaderEpoch::NONE`]): not checked (and before v4).
+    pub current_leader_epoch: LeaderEpoch,
+    /// A time, or [`LATEST`], [`EARLIEST`], [`MAX_TIMESTAMP`].
     pub timestamp: i64,
 }
 
@@ -43,9 +47,9 @@ impl ListOffsetsRequest {
             for _ in 0..np {
                 let index = r.i32("partition")?;
                 let current_leader_epoch = if version >= 4 {
-                    r.i32("current_leader_epoch")?
+                    LeaderEpoch(r.i32("current_leader_epoch")?)
                 } else {
-                    -1
+                    LeaderEpoch::NONE
                 };
                 let timestamp = r.i64("timestamp")?;
                 r.tagged_fields_if(flexible)?;
@@ -71,9 +75,10 @@ impl ListOffsetsRequest {
 pub struct ListOffsetsPartitionResponse {
     pub index: i32,
     pub error: i16,
-    pub timestamp: i64,
-    pub offset: i64,
-    pub leader_epoch: i32,
+    pub timestamp: TimestampMs,
+    /// -1 ([`Offset::NONE`]) with an error.
+    pub offset: Offset,
+    pub leader_epoch: LeaderEpoch,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,10 +98,10 @@ pub fn encode_response(w: &mut Writer, version: i16, flexible: bool, topics: &[L
         for p in &t.partitions {
             w.i32(p.index);
             w.i16(p.error);
-            w.i64(p.timestamp);
-            w.i64(p.offset);
+            w.i64(p.timestamp.0);
+            w.i64(p.offset.0);
             if version >= 4 {
-                w.i32(p.leader_epoch);
+                w.i32(p.leader_epoch.0);
             }
             w.empty_tagged_fields_if(flexible);
         }

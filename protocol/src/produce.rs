@@ -1,6 +1,7 @@
 //! Produce (key 0), v3-9.
 
 use bytes::Bytes;
+use ferrite_ids::{Offset, TimestampMs};
 
 use super::wire::{capacity, Reader, WireResult, Writer};
 
@@ -59,9 +60,11 @@ impl ProduceRequest {
 pub struct ProducePartitionResponse {
     pub index: i32,
     pub error: i16,
-    pub base_offset: i64,
-    pub log_append_time_ms: i64,
-    pub log_start_offset: i64,
+    /// -1 ([`Offset::NONE`]) with an error.
+    pub base_offset: Offset,
+    /// -1 ([`TimestampMs::NONE`]): the topic keeps the producers' times.
+    pub log_append_time_ms: TimestampMs,
+    pub log_start_offset: Offset,
     pub error_message: Option<String>,
 }
 
@@ -79,10 +82,10 @@ pub fn encode_response(w: &mut Writer, version: i16, flexible: bool, topics: &[P
         for p in &t.partitions {
             w.i32(p.index);
             w.i16(p.error);
-            w.i64(p.base_offset);
-            w.i64(p.log_append_time_ms);
+            w.i64(p.base_offset.0);
+            w.i64(p.log_append_time_ms.0);
             if version >= 5 {
-                w.i64(p.log_start_offset);
+                w.i64(p.log_start_offset.0);
             }
             if version >= 8 {
                 w.array_len(flexible, Some(0));

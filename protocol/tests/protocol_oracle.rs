@@ -3,6 +3,7 @@
 //! decodes them. Every supported version of every API is exercised.
 
 use bytes::{Bytes, BytesMut};
+use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
 use ferrite_protocol::api::{ApiKey, SUPPORTED};
 use ferrite_protocol::request::{decode_frame, Decoded, RequestBody};
 use ferrite_protocol::response::{Chunk, ResponseBuilder};
@@ -176,9 +177,9 @@ fn produce_round_trips() {
                 partitions: vec![produce::ProducePartitionResponse {
                     index: 3,
                     error: 0,
-                    base_offset: 42,
-                    log_append_time_ms: -1,
-                    log_start_offset: 0,
+                    base_offset: Offset(42),
+                    log_append_time_ms: TimestampMs(-1),
+                    log_start_offset: Offset(0),
                     error_message: None,
                 }],
             }],
@@ -219,7 +220,7 @@ fn fetch_round_trips_with_record_chunks() {
         } else {
             assert_eq!((f.session_id, f.session_epoch), (0, -1), "no session before v7");
         }
-        assert_eq!(f.topics[0].partitions[0].fetch_offset, 99);
+        assert_eq!(f.topics[0].partitions[0].fetch_offset, Offset(99));
         assert_eq!(f.topics[0].partitions[0].partition_max_bytes, 4096);
         let mut b = ResponseBuilder::new();
         fetch::encode_response(
@@ -234,9 +235,9 @@ fn fetch_round_trips_with_record_chunks() {
                     fetch::FetchPartitionResponse {
                         index: 1,
                         error: 0,
-                        high_watermark: 100,
-                        last_stable_offset: 100,
-                        log_start_offset: 0,
+                        high_watermark: Offset(100),
+                        last_stable_offset: Offset(100),
+                        log_start_offset: Offset(0),
                         records: vec![
                             Chunk::Bytes(Bytes::from_static(b"abc")),
                             Chunk::Bytes(Bytes::from_static(b"de")),
@@ -245,9 +246,9 @@ fn fetch_round_trips_with_record_chunks() {
                     fetch::FetchPartitionResponse {
                         index: 2,
                         error: 0,
-                        high_watermark: 0,
-                        last_stable_offset: 0,
-                        log_start_offset: 0,
+                        high_watermark: Offset(0),
+                        last_stable_offset: Offset(0),
+                        log_start_offset: Offset(0),
                         records: vec![],
                     },
                 ],
@@ -295,9 +296,9 @@ fn list_offsets_round_trips() {
                 partitions: vec![list_offsets::ListOffsetsPartitionResponse {
                     index: 4,
                     error: 0,
-                    timestamp: -1,
-                    offset: 17,
-                    leader_epoch: 0,
+                    timestamp: TimestampMs(-1),
+                    offset: Offset(17),
+                    leader_epoch: LeaderEpoch(0),
                 }],
             }],
         );

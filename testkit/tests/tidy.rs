@@ -42,7 +42,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("broker/src/handlers/inter_broker.rs", "controller_request"),
     ("broker/src/cluster/fetcher.rs", "epoch_queries"),
     ("engine/src/segment_appender.rs", "plan_group"),
-    ("protocol/src/fetch.rs", "decode"),
     ("engine/src/segment_load.rs", "scan_segment"),
     ("broker/src/handlers/inter_broker.rs", "elect_leaders"),
 ];

@@ -54,7 +54,7 @@ struct Follow {
     /// The leader's high watermark and log start last applied with no
     /// records and no error: an answer that repeats them changes nothing
     /// and is not applied again.
-    last: Option<(i64, i64)>,
+    last: Option<(Offset, Offset)>,
 }
 
 /// A fetcher's partitions in request order, with their replicas: built
@@ -501,9 +501,9 @@ async fn fetch(
         .map(|e| ReplicaFetchPartition {
             topic: &e.tp.topic,
             partition: e.tp.partition,
-            current_leader_epoch: e.replica.leader_epoch().0,
-            fetch_offset: e.replica.log().log_end_offset().0,
-            log_start_offset: e.replica.log().log_start_offset().0,
+            current_leader_epoch: e.replica.leader_epoch(),
+            fetch_offset: e.replica.log().log_end_offset(),
+            log_start_offset: e.replica.log().log_start_offset(),
             max_bytes: cfg.replica_fetch_max_bytes,
         })
         .collect();
@@ -561,7 +561,7 @@ async fn fetch(
         if changed && !f.work.borrow().fetching.contains(&e.tp) {
             continue;
         }
-        if request[at].fetch_offset != e.replica.log().log_end_offset().0 {
+        if request[at].fetch_offset != e.replica.log().log_end_offset() {
             continue;
         }
         let clean = p.error == 0 && p.records.is_empty();
@@ -599,13 +599,11 @@ async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched)
             let whole = replica_fetch::whole_batches(&p.records);
             let records = p.records.slice(..whole);
             replica
-                .append_fetched(records, Offset(p.high_watermark), Offset(p.log_start_offset))
+                .append_fetched(records, p.high_watermark, p.log_start_offset)
                 .await
         }
         e if e == ErrorCode::OffsetOutOfRange.code() => {
-            replica
-                .fetch_out_of_range(Offset(p.log_start_offset), Offset(p.high_watermark))
-                .await
+            replica.fetch_out_of_range(p.log_start_offset, p.high_watermark).await
         }
         _ => return true,
     };

@@ -30,8 +30,8 @@ pub const FETCH_RESPONSE_BYTES_MAX: u64 = 55 << 20;
 
 struct PartRead {
     error: ErrorCode,
-    high_watermark: i64,
-    log_start: i64,
+    high_watermark: Offset,
+    log_start: Offset,
     chunks: Vec<Chunk>,
     bytes: u64,
     /// What the read counts toward `min_bytes` ([`available_bytes`]).
@@ -61,7 +61,7 @@ struct Requester {
     replica: Option<BrokerId>,
     /// The requester's current leader epoch (`None`: not checked).
     current_leader_epoch: Option<LeaderEpoch>,
-    fetch_offset: i64,
+    fetch_offset: Offset,
 }
 
 /// Where a read may go.
@@ -92,7 +92,7 @@ async fn read_bounds(
         Some(follower) => {
             let now = replicas.cluster.now();
             let grant = replica
-                .replica_fetch(follower, Offset(who.fetch_offset), who.current_leader_epoch, now)
+                .replica_fetch(follower, who.fetch_offset, who.current_leader_epoch, now)
                 .await
                 .map_err(|e| error_map::replica_op(&e))?;
             Ok((replica.log().clone(), ReadTo::Reserved, grant.hw))
@@ -119,36 +119,33 @@ struct Found {
 
 /// A partition read on the shard that owns it: what it found (or the
 /// error to answer), the HW and log start to report.
-type OwnerRead = (Result<Found, ErrorCode>, i64, i64);
+type OwnerRead = (Result<Found, ErrorCode>, Offset, Offset);
 
 async fn read_here(
     s: &BrokerShard,
     tp: &TopicPartition,
-    offset: i64,
+    offset: Offset,
     max: usize,
     first: bool,
     who: Requester,
 ) -> Result<OwnerRead, EngineError> {
     let (log, read_to, hw) = match read_bounds(s, tp, who).await {
         Ok(b) => b,
-        Err(code) => return Ok((Err(code), -1, -1)),
+        Err(code) => return Ok((Err(code), Offset::NONE, Offset::NONE)),
     };
-    let start = log.log_start_offset().0;
+    let start = log.log_start_offset();
     let limit = if first {
         SizeLimit::AtLeastOneBatch
     } else {
         SizeLimit::Strict
     };
     let (read, end) = match read_to {
-        ReadTo::Below(upper) => (log.read(Offset(offset), max, upper, limit).await, upper),
-        ReadTo::Reserved => (
-            log.read_for_replica(Offset(offset), max, limit).await,
-            log.log_end_offset(),
-        ),
+        ReadTo::Below(upper) => (log.read(offset, max, upper, limit).await, upper),
+        ReadTo::Reserved => (log.read_for_replica(offset, max, limit).await, log.log_end_offset()),
     };
     let read = match read {
         Ok(r) => r,
-        Err(e) => return Ok((Err(error_map::engine(&e)), hw.0, start)),
+        Err(e) => return Ok((Err(error_map::engine(&e)), hw, start)),
     };
     let cut = read.next_offset < end;
     let chunks = match read.region {
@@ -180,13 +177,13 @@ async fn read_here(
             })]
         }
     };
-    Ok((Ok(Found { chunks, cut }), hw.0, start))
+    Ok((Ok(Found { chunks, cut }), hw, start))
 }
 
 async fn read_on_owner(
     shard: &Rc<BrokerShard>,
     tp: TopicPartition,
-    offset: i64,
+    offset: Offset,
     max: usize,
     first: bool,
     who: Requester,
@@ -233,7 +230,7 @@ async fn read_on_owner(
             }
         }
         Ok(Ok(((Err(error), hw, start), seen))) => failed(error, hw, start, seen),
-        Ok(Err(e)) | Err(e) => failed(error_map::engine(&e), -1, -1, None),
+        Ok(Err(e)) | Err(e) => failed(error_map::engine(&e), Offset::NONE, Offset::NONE, None),
     }
 }
 
@@ -332,7 +329,7 @@ impl FetchPass {
             first,
             who: Requester {
                 replica: (f.replica_id >= 0).then_some(BrokerId(f.replica_id)),
-                current_leader_epoch: (p.current_leader_epoch >= 0).then_some(LeaderEpoch(p.current_leader_epoch)),
+                current_leader_epoch: (p.current_leader_epoch.0 >= 0).then_some(p.current_leader_epoch),
                 fetch_offset: p.fetch_offset,
             },
         }
@@ -376,7 +373,7 @@ enum PartitionRead {
     Unknown,
     Read {
         tp: TopicPartition,
-        offset: i64,
+        offset: Offset,
         max: usize,
         first: bool,
         who: Requester,
@@ -388,8 +385,8 @@ impl PartitionRead {
         match self {
             PartitionRead::Unknown => PartRead {
                 error: ErrorCode::UnknownTopicOrPartition,
-                high_watermark: -1,
-                log_start: -1,
+                high_watermark: Offset::NONE,
+                log_start: Offset::NONE,
                 chunks: Vec::new(),
                 bytes: 0,
                 available: 0,
@@ -419,9 +416,9 @@ pub(crate) fn unanswered(f: &FetchRequest) -> Vec<FetchTopicResponse> {
                 .map(|p| FetchPartitionResponse {
                     index: p.partition,
                     error: 0,
-                    high_watermark: -1,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
+                    high_watermark: Offset::NONE,
+                    last_stable_offset: Offset::NONE,
+                    log_start_offset: Offset::NONE,
                     records: Vec::new(),
                 })
                 .collect(),

@@ -34,7 +34,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ferrite_engine::ShardId;
+use ferrite_engine::{Offset, ShardId};
 
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::fetch::{
@@ -55,8 +55,8 @@ pub const SESSION_PARTITIONS_MAX: usize = 100_000;
 struct Held {
     topic: String,
     asked: FetchPartition,
-    high_watermark: i64,
-    log_start: i64,
+    high_watermark: Offset,
+    log_start: Offset,
 }
 
 struct Session {
@@ -287,8 +287,8 @@ impl Session {
                             topic: t.topic.clone(),
                             asked: p.clone(),
                             // Never answered: the first answer always names it.
-                            high_watermark: -1,
-                            log_start: -1,
+                            high_watermark: Offset::NONE,
+                            log_start: Offset::NONE,
                         });
                     }
                 }
@@ -349,7 +349,7 @@ impl Session {
                     (held.high_watermark, held.log_start) = if p.error == 0 {
                         (p.high_watermark, p.log_start_offset)
                     } else {
-                        (-1, -1)
+                        (Offset::NONE, Offset::NONE)
                     };
                     if !p.records.is_empty() {
                         sent_records.push(at);

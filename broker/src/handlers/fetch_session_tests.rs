@@ -1,12 +1,13 @@
 use super::*;
+use ferrite_engine::LeaderEpoch;
 use ferrite_protocol::response::Chunk;
 
 fn asked(partition: i32, fetch_offset: i64) -> FetchPartition {
     FetchPartition {
         partition,
-        current_leader_epoch: -1,
-        fetch_offset,
-        log_start_offset: -1,
+        current_leader_epoch: LeaderEpoch::NONE,
+        fetch_offset: Offset(fetch_offset),
+        log_start_offset: Offset::NONE,
         partition_max_bytes: 1 << 20,
     }
 }
@@ -37,9 +38,9 @@ fn answer(f: &FetchRequest, hw: impl Fn(&str, i32) -> i64, data: &[(&str, i32)])
     let mut topics = crate::handlers::fetch::unanswered(f);
     for t in &mut topics {
         for p in &mut t.partitions {
-            p.high_watermark = hw(&t.topic, p.index);
+            p.high_watermark = Offset(hw(&t.topic, p.index));
             p.last_stable_offset = p.high_watermark;
-            p.log_start_offset = 0;
+            p.log_start_offset = Offset(0);
             if data.contains(&(t.topic.as_str(), p.index)) {
                 p.records = vec![Chunk::Bytes(bytes::Bytes::from_static(b"batch"))];
             }
@@ -113,7 +114,7 @@ fn named_partitions_update_the_session_and_forgotten_ones_leave_it() {
         .flat_map(|t| {
             t.partitions
                 .iter()
-                .map(move |p| (t.topic.clone(), p.partition, p.fetch_offset))
+                .map(move |p| (t.topic.clone(), p.partition, p.fetch_offset.0))
         })
         .collect();
     assert_eq!(

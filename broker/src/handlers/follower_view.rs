@@ -58,8 +58,8 @@ struct Quiet {
     /// answer: while it stays, nothing was appended since (cheaper to read
     /// than the log end, which sits behind the active segment).
     reserved_seen: u64,
-    fetch_offset: i64,
-    asked_epoch: i32,
+    fetch_offset: Offset,
+    asked_epoch: LeaderEpoch,
     leader_epoch: LeaderEpoch,
     hw: Offset,
     log_start: Offset,
@@ -68,7 +68,14 @@ struct Quiet {
 
 impl Quiet {
     /// `reserved_now`: the append signal's generation, read before this.
-    fn holds(&self, asked_offset: i64, asked_epoch: i32, reserved_now: u64, now: Instant, refresh: Duration) -> bool {
+    fn holds(
+        &self,
+        asked_offset: Offset,
+        asked_epoch: LeaderEpoch,
+        reserved_now: u64,
+        now: Instant,
+        refresh: Duration,
+    ) -> bool {
         let log = self.replica.log();
         asked_offset == self.fetch_offset
             && asked_epoch == self.asked_epoch
@@ -266,9 +273,9 @@ fn answer_of(q: &Quiet, partition: i32) -> FetchPartitionResponse {
     FetchPartitionResponse {
         index: partition,
         error: ErrorCode::None.code(),
-        high_watermark: q.hw.0,
-        last_stable_offset: q.hw.0,
-        log_start_offset: q.log_start.0,
+        high_watermark: q.hw,
+        last_stable_offset: q.hw,
+        log_start_offset: q.log_start,
         records: Vec::new(),
     }
 }
@@ -284,9 +291,9 @@ fn quiet_after(
     now: Instant,
 ) -> Option<Quiet> {
     let log = replica.log();
-    let caught_up = log.reserved_end_offset().0 == asked.fetch_offset;
+    let caught_up = log.reserved_end_offset() == asked.fetch_offset;
     let nothing = answered.error == ErrorCode::None.code() && answered.records.is_empty();
-    let same = answered.high_watermark == replica.hw().0 && answered.log_start_offset == log.log_start_offset().0;
+    let same = answered.high_watermark == replica.hw() && answered.log_start_offset == log.log_start_offset();
     let leading = replica.role() == RoleKind::Leader;
     // A follower not in the ISR yet (its expansion may wait on another ISR
     // write) takes the full path each round, which tries the expansion again.

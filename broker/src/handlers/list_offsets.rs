@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use ferrite_engine::{LeaderEpoch, TimestampMs, TopicPartition};
+use ferrite_engine::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
 
 use crate::error_map;
 use crate::shard::BrokerShard;
@@ -108,9 +108,9 @@ pub async fn list_offsets(
                 partitions.push(ListOffsetsPartitionResponse {
                     index: p.index,
                     error: end.err().map_or(0, |e| e.code()),
-                    timestamp: -1,
-                    offset: end.unwrap_or(-1),
-                    leader_epoch: -1,
+                    timestamp: TimestampMs::NONE,
+                    offset: end.map_or(Offset::NONE, Offset),
+                    leader_epoch: LeaderEpoch::NONE,
                 });
             }
             out.push(ListOffsetsTopicResponse {
@@ -131,9 +131,9 @@ pub async fn list_offsets(
             let mut r = ListOffsetsPartitionResponse {
                 index: p.index,
                 error: 0,
-                timestamp: -1,
-                offset: -1,
-                leader_epoch: known.map(|k| k.leader_epoch).unwrap_or(-1),
+                timestamp: TimestampMs::NONE,
+                offset: Offset::NONE,
+                leader_epoch: known.map_or(LeaderEpoch::NONE, |k| LeaderEpoch(k.leader_epoch)),
             };
             if known.is_none() {
                 r.error = ErrorCode::UnknownTopicOrPartition.code();
@@ -141,11 +141,11 @@ pub async fn list_offsets(
                 r.error = ErrorCode::InvalidRequest.code();
             } else {
                 let tp = TopicPartition::new(t.name.clone(), p.index);
-                let epoch = (p.current_leader_epoch >= 0).then_some(LeaderEpoch(p.current_leader_epoch));
+                let epoch = (p.current_leader_epoch.0 >= 0).then_some(p.current_leader_epoch);
                 match lookup(shard, tp, p.timestamp, epoch).await {
                     Ok((offset, ts)) => {
-                        r.offset = offset;
-                        r.timestamp = ts;
+                        r.offset = Offset(offset);
+                        r.timestamp = TimestampMs(ts);
                     }
                     Err(code) => r.error = code.code(),
                 }

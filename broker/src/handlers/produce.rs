@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::future::Future;
 
 use bytes::{Bytes, BytesMut};
-use ferrite_engine::{AppendMode, EngineError, LeaderEpoch, TopicPartition};
+use ferrite_engine::{AppendMode, EngineError, LeaderEpoch, Offset, TimestampMs, TopicPartition};
 use ferrite_replication::{Acks, ReplicaOpError, ReplicationError};
 use futures::channel::oneshot;
 
@@ -29,9 +29,9 @@ fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProduceParti
     ProducePartitionResponse {
         index,
         error: error.code(),
-        base_offset: -1,
-        log_append_time_ms: -1,
-        log_start_offset: -1,
+        base_offset: Offset::NONE,
+        log_append_time_ms: TimestampMs::NONE,
+        log_start_offset: Offset::NONE,
         error_message: message,
     }
 }
@@ -93,7 +93,7 @@ async fn append_on_owner(
     records: Bytes,
     acks: (i16, i32),
     placed: oneshot::Sender<()>,
-) -> Result<(i64, i64), ProduceFailure> {
+) -> Result<(Offset, Offset), ProduceFailure> {
     let owner = shard.owner(&tp);
     if owner == shard.id {
         return append_here(shard.clone(), tp, epoch, records, acks, Some(placed)).await;
@@ -118,7 +118,7 @@ async fn append_here(
     records: Bytes,
     acks: (i16, i32),
     placed: Option<oneshot::Sender<()>>,
-) -> Result<(i64, i64), ProduceFailure> {
+) -> Result<(Offset, Offset), ProduceFailure> {
     let (acks, timeout_ms) = acks;
     // The log rewrites offsets in place: it needs the bytes to
     // itself (no copy when this request holds the only reference).
@@ -136,7 +136,7 @@ async fn append_here(
             .await
             .map_err(ProduceFailure::Replica)?;
         crate::metrics::produced(&tp.topic, info.bytes, info.records);
-        return Ok((info.first_offset.0, replica.log().log_start_offset().0));
+        return Ok((info.first_offset, replica.log().log_start_offset()));
     }
     let log = s
         .local_log(&tp)
@@ -148,7 +148,7 @@ async fn append_here(
         .await
         .map_err(ProduceFailure::Engine)?;
     crate::metrics::produced(&tp.topic, info.bytes, info.records);
-    Ok((info.first_offset.0, log.log_start_offset().0))
+    Ok((info.first_offset, log.log_start_offset()))
 }
 
 /// One partition's answer to its append.
@@ -166,7 +166,7 @@ async fn answer_append(
             index,
             error: 0,
             base_offset: base,
-            log_append_time_ms: -1,
+            log_append_time_ms: TimestampMs::NONE,
             log_start_offset: start,
             error_message: None,
         },
