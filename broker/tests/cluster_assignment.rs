@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::cluster::{partitions_of, serial, wait_for, Cluster};
+use common::cluster::{partitions_of, serial, wait_brokers, wait_for, Cluster};
 use common::{s, Client};
 use kafka_protocol::messages::{self as km, BrokerId, TopicName};
 
@@ -13,6 +13,9 @@ use kafka_protocol::messages::{self as km, BrokerId, TopicName};
 fn a_topic_is_placed_on_the_brokers_its_assignment_lists() {
     let _serial = serial();
     let cluster = Cluster::start(3, &[]);
+    // Listening is not yet registered: a list naming a broker the
+    // controller has not seen is refused.
+    wait_brokers(&cluster, 3);
     let lists = [vec![3, 1], vec![2, 3], vec![1, 2]];
     let assignments = lists
         .iter()

@@ -293,11 +293,11 @@ fn fetch_offsets(boot: &mut Connection, group: &str) -> Result<BTreeMap<Tp, i64>
     for t in resp.topics {
         for p in t.partitions {
             if p.error_code != 0 {
-                let what = format!("{what} ({}-{})", t.name, p.partition_index);
+                let what = format!("{what} ({}-{})", t.topic, p.partition_index);
                 return Err(kafka_error(&what, p.error_code, None));
             }
-            if p.committed_offset >= 0 {
-                out.insert((t.name.clone(), p.partition_index), p.committed_offset);
+            if p.committed_offset.0 >= 0 {
+                out.insert((t.topic.clone(), p.partition_index), p.committed_offset.0);
             }
         }
     }

@@ -4,6 +4,7 @@
 //! command's whole contract).
 
 use super::*;
+use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
 /// `T` (every partition: `None`) or `T:P1,P2`.
 fn parse_topic(spec: &str) -> Result<(String, Option<Vec<i32>>), ClientError> {
     let bad = || fail(format!("--topic {spec}: expected TOPIC or TOPIC:P1,P2"));
@@ -147,13 +148,16 @@ fn commit(boot: &mut Connection, group: &str, plan: &BTreeMap<Tp, i64>) -> Resul
             .iter()
             .map(|p| go::OffsetCommitPartition {
                 partition_index: *p,
-                committed_offset: plan[&(name.clone(), *p)],
-                committed_leader_epoch: go::UNSET,
-                commit_timestamp: i64::from(go::UNSET),
+                committed_offset: Offset(plan[&(name.clone(), *p)]),
+                committed_leader_epoch: LeaderEpoch::NONE,
+                commit_timestamp: TimestampMs::NONE,
                 committed_metadata: Some(String::new()),
             })
             .collect();
-        topics.push(go::OffsetCommitTopic { name, partitions });
+        topics.push(go::OffsetCommitTopic {
+            topic: name,
+            partitions,
+        });
     }
     let req = go::OffsetCommitRequest {
         group_id: group.to_string(),

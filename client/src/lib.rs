@@ -56,11 +56,39 @@ pub struct Connection {
 
 impl Connection {
     pub fn connect(addr: &str, client_id: &str) -> Result<Connection, ClientError> {
+        let stream = TcpStream::connect(addr).map_err(|source| ClientError::Io {
+            addr: addr.to_string(),
+            source,
+        })?;
+        Connection::over(stream, addr, client_id)
+    }
+
+    /// [`Connection::connect`], giving up on the TCP handshake after
+    /// `timeout` (an unreachable broker otherwise takes the kernel's two
+    /// minutes).
+    pub fn connect_timeout(addr: &str, client_id: &str, timeout: Duration) -> Result<Connection, ClientError> {
         let io = |source| ClientError::Io {
             addr: addr.to_string(),
             source,
         };
-        let stream = TcpStream::connect(addr).map_err(io)?;
+        let resolved = std::net::ToSocketAddrs::to_socket_addrs(addr).map_err(io)?.next();
+        let target = resolved.ok_or_else(|| io(std::io::Error::other("resolves to no address")))?;
+        let stream = TcpStream::connect_timeout(&target, timeout).map_err(io)?;
+        Connection::over(stream, addr, client_id)
+    }
+
+    /// How long a response may take before `recv` fails (60 s by default).
+    pub fn set_read_timeout(&mut self, timeout: Duration) -> Result<(), ClientError> {
+        let stream = self.stream.get_ref();
+        stream.set_read_timeout(Some(timeout)).map_err(|e| self.io(e))?;
+        stream.set_write_timeout(Some(timeout)).map_err(|e| self.io(e))
+    }
+
+    fn over(stream: TcpStream, addr: &str, client_id: &str) -> Result<Connection, ClientError> {
+        let io = |source| ClientError::Io {
+            addr: addr.to_string(),
+            source,
+        };
         stream.set_nodelay(true).map_err(io)?;
         stream.set_read_timeout(Some(Duration::from_secs(60))).map_err(io)?;
         Ok(Connection {

@@ -11,68 +11,33 @@
 
 use crate::types::Offset;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogOffsets {
-    log_start: Offset,
-    durable: Offset,
-    end: Offset,
+ferrite_ids::ordered_offsets! {
+    pub struct LogOffsets { log_start: "log start", durable: "durable", end: "log end" }
 }
 
 impl LogOffsets {
-    pub fn new(log_start: Offset, durable: Offset, end: Offset) -> LogOffsets {
-        let mut o = LogOffsets {
-            log_start,
-            durable,
-            end,
-        };
-        o.set(log_start, durable, end);
-        o
-    }
-
-    /// The one place the offsets change.
-    pub fn set(&mut self, log_start: Offset, durable: Offset, end: Offset) {
-        assert!(log_start.0 >= 0, "negative log start {log_start}");
-        assert!(log_start <= durable, "log start {log_start} above durable {durable}");
-        assert!(durable <= end, "durable {durable} above log end {end}");
-        self.log_start = log_start;
-        self.durable = durable;
-        self.end = end;
-    }
-
-    pub fn log_start(&self) -> Offset {
-        self.log_start
-    }
-
-    pub fn durable(&self) -> Offset {
-        self.durable
-    }
-
-    pub fn end(&self) -> Offset {
-        self.end
-    }
-
     /// Raises the end (appends completed); never lowers it.
     pub fn advance_end(&mut self, end: Offset) {
-        self.set(self.log_start, self.durable, self.end.max(end));
+        self.set(self.log_start(), self.durable(), self.end().max(end));
     }
 
     /// Raises the durable offset, capped at the end.
     pub fn advance_durable(&mut self, durable: Offset) {
-        let d = self.durable.max(durable).min(self.end);
-        self.set(self.log_start, d, self.end);
+        let d = self.durable().max(durable).min(self.end());
+        self.set(self.log_start(), d, self.end());
     }
 
     /// Moves the log start up; deleted data counts as durable.
     pub fn advance_log_start(&mut self, log_start: Offset) {
-        let s = self.log_start.max(log_start);
-        assert!(s <= self.end, "log start {s} beyond log end {}", self.end);
-        self.set(s, self.durable.max(s), self.end);
+        let s = self.log_start().max(log_start);
+        assert!(s <= self.end(), "log start {s} beyond log end {}", self.end());
+        self.set(s, self.durable().max(s), self.end());
     }
 
     /// Cuts the log at `end` (truncation), pulling `durable` down with it.
     pub fn truncate(&mut self, end: Offset) {
-        let start = self.log_start.min(end);
-        self.set(start, self.durable.min(end).max(start), end);
+        let start = self.log_start().min(end);
+        self.set(start, self.durable().min(end).max(start), end);
     }
 
     /// Restarts an empty log at `offset`.

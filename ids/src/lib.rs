@@ -5,7 +5,8 @@
 //! This crate is at the bottom of the workspace: every other crate may use
 //! it, and it uses none of them (only `serde`, for the ids that go into
 //! ZooKeeper's JSON). It holds no logic beyond what a value's own meaning
-//! asks (an offset's checked addition, a directory name's parsing).
+//! asks (an offset's checked addition, a directory name's parsing, the
+//! order three offsets of one log keep).
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
@@ -33,6 +34,94 @@ impl Offset {
         assert!(sum.is_some(), "offset overflow: {} + {}", self.0, n);
         Offset(sum.unwrap_or_default())
     }
+}
+
+/// Three offsets of one log that stay in order, `0 ≤ low ≤ mid ≤ high`,
+/// named by their owner (the engine's log start, durable offset and log
+/// end; a replica's log start, high watermark and log end). [`Self::set`]
+/// is the one place they change, and it asserts the order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderedOffsets {
+    names: &'static [&'static str; 3],
+    low: Offset,
+    mid: Offset,
+    high: Offset,
+}
+
+impl OrderedOffsets {
+    pub fn new(names: &'static [&'static str; 3], low: Offset, mid: Offset, high: Offset) -> OrderedOffsets {
+        let mut o = OrderedOffsets { names, low, mid, high };
+        o.set(low, mid, high);
+        o
+    }
+
+    pub fn set(&mut self, low: Offset, mid: Offset, high: Offset) {
+        let [l, m, h] = self.names;
+        assert!(low.0 >= 0, "negative {l} {low}");
+        assert!(low <= mid, "{l} {low} above {m} {mid}");
+        assert!(mid <= high, "{m} {mid} above {h} {high}");
+        self.low = low;
+        self.mid = mid;
+        self.high = high;
+    }
+
+    pub fn low(&self) -> Offset {
+        self.low
+    }
+
+    pub fn mid(&self) -> Offset {
+        self.mid
+    }
+
+    pub fn high(&self) -> Offset {
+        self.high
+    }
+}
+
+/// Declares a newtype over [`OrderedOffsets`] whose three offsets have
+/// their owner's names: a constructor, the one setter and a getter each.
+/// Each name comes with the words its assertion messages use.
+///
+/// ```
+/// ferrite_ids::ordered_offsets! {
+///     /// A replica's offsets.
+///     pub struct Marks { log_start: "log start", hw: "hw", leo: "log end" }
+/// }
+/// let m = Marks::new(ferrite_ids::Offset(0), ferrite_ids::Offset(2), ferrite_ids::Offset(5));
+/// assert_eq!(m.hw(), ferrite_ids::Offset(2));
+/// ```
+#[macro_export]
+macro_rules! ordered_offsets {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident {
+        $low:ident: $low_words:literal, $mid:ident: $mid_words:literal, $high:ident: $high_words:literal $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $vis struct $name($crate::OrderedOffsets);
+
+        impl $name {
+            pub fn new($low: $crate::Offset, $mid: $crate::Offset, $high: $crate::Offset) -> $name {
+                $name($crate::OrderedOffsets::new(&[$low_words, $mid_words, $high_words], $low, $mid, $high))
+            }
+
+            /// The one place the offsets change.
+            pub fn set(&mut self, $low: $crate::Offset, $mid: $crate::Offset, $high: $crate::Offset) {
+                self.0.set($low, $mid, $high);
+            }
+
+            pub fn $low(&self) -> $crate::Offset {
+                self.0.low()
+            }
+
+            pub fn $mid(&self) -> $crate::Offset {
+                self.0.mid()
+            }
+
+            pub fn $high(&self) -> $crate::Offset {
+                self.0.high()
+            }
+        }
+    };
 }
 
 impl fmt::Display for Offset {
@@ -221,5 +310,11 @@ mod tests {
             TopicPartition::parse_dir_name("t--1"),
             Some(TopicPartition::new("t-", 1))
         );
+    }
+
+    #[test]
+    #[should_panic(expected = "b 3 above c 2")]
+    fn ordered_offsets_refuse_disorder() {
+        OrderedOffsets::new(&["a", "b", "c"], Offset(0), Offset(3), Offset(2));
     }
 }

@@ -1,7 +1,7 @@
 //! DescribeConfigs (key 32, v1-4), AlterConfigs (key 33, v0-2) and
 //! IncrementalAlterConfigs (key 44, v0-1).
 
-use super::wire::{capacity, Reader, WireResult, Writer};
+use super::wire::{Reader, WireResult, Writer};
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
@@ -44,26 +44,20 @@ pub struct DescribeConfigsRequest {
 
 impl DescribeConfigsRequest {
     pub fn decode(r: &mut Reader, version: i16, flexible: bool) -> WireResult<DescribeConfigsRequest> {
-        let n = r.array_len_required(flexible, 4, "config resources")?;
-        let mut resources = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let resource_type = r.i8("resource_type")?;
-            let name = r.string(flexible, "resource_name")?;
-            let keys = match r.array_len(flexible, 1, "configuration_keys")? {
-                None => None,
-                Some(k) => Some(
-                    (0..k)
-                        .map(|_| r.string(flexible, "key"))
-                        .collect::<WireResult<Vec<_>>>()?,
-                ),
-            };
-            r.tagged_fields_if(flexible)?;
-            resources.push(DescribeConfigsResource {
-                resource_type,
-                name,
-                keys,
-            });
-        }
+        let resources = r.structs(flexible, 4, "config resources", |r| {
+            Ok(DescribeConfigsResource {
+                resource_type: r.i8("resource_type")?,
+                name: r.string(flexible, "resource_name")?,
+                keys: match r.array_len(flexible, 1, "configuration_keys")? {
+                    None => None,
+                    Some(k) => Some(
+                        (0..k)
+                            .map(|_| r.string(flexible, "key"))
+                            .collect::<WireResult<Vec<_>>>()?,
+                    ),
+                },
+            })
+        })?;
         let include_synonyms = r.bool("include_synonyms")?;
         let include_documentation = version >= 3 && r.bool("include_documentation")?;
         r.tagged_fields_if(flexible)?;
@@ -102,34 +96,28 @@ pub struct DescribeConfigsResult {
 
 pub fn encode_describe(w: &mut Writer, version: i16, flexible: bool, results: &[DescribeConfigsResult]) {
     w.i32(0);
-    w.array_len(flexible, Some(results.len()));
-    for res in results {
+    w.structs(flexible, results, |w, res| {
         w.i16(res.error);
         w.nullable_string(flexible, res.error_message.as_deref());
         w.i8(res.resource_type);
         w.string(flexible, &res.name);
-        w.array_len(flexible, Some(res.configs.len()));
-        for c in &res.configs {
+        w.structs(flexible, &res.configs, |w, c| {
             w.string(flexible, &c.name);
             w.nullable_string(flexible, c.value.as_deref());
             w.bool(c.read_only);
             w.i8(c.source as i8);
             w.bool(c.is_sensitive);
-            w.array_len(flexible, Some(c.synonyms.len()));
-            for s in &c.synonyms {
+            w.structs(flexible, &c.synonyms, |w, s| {
                 w.string(flexible, &s.name);
                 w.nullable_string(flexible, s.value.as_deref());
                 w.i8(s.source as i8);
-                w.empty_tagged_fields_if(flexible);
-            }
+            });
             if version >= 3 {
                 w.i8(c.config_type);
                 w.nullable_string(flexible, c.documentation.as_deref());
             }
-            w.empty_tagged_fields_if(flexible);
-        }
-        w.empty_tagged_fields_if(flexible);
-    }
+        });
+    });
     w.empty_tagged_fields_if(flexible);
 }
 
@@ -161,27 +149,19 @@ pub struct IncrementalAlterConfigsRequest {
 
 impl IncrementalAlterConfigsRequest {
     pub fn decode(r: &mut Reader, _version: i16, flexible: bool) -> WireResult<IncrementalAlterConfigsRequest> {
-        let n = r.array_len_required(flexible, 4, "alter resources")?;
-        let mut resources = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let resource_type = r.i8("resource_type")?;
-            let name = r.string(flexible, "resource_name")?;
-            let nc = r.array_len_required(flexible, 4, "alter configs")?;
-            let mut configs = Vec::with_capacity(capacity(nc));
-            for _ in 0..nc {
-                let cname = r.string(flexible, "config name")?;
-                let op = r.i8("config_operation")?;
-                let value = r.nullable_string(flexible, "config value")?;
-                r.tagged_fields_if(flexible)?;
-                configs.push(AlterableConfig { name: cname, op, value });
-            }
-            r.tagged_fields_if(flexible)?;
-            resources.push(AlterConfigsResource {
-                resource_type,
-                name,
-                configs,
-            });
-        }
+        let resources = r.structs(flexible, 4, "alter resources", |r| {
+            Ok(AlterConfigsResource {
+                resource_type: r.i8("resource_type")?,
+                name: r.string(flexible, "resource_name")?,
+                configs: r.structs(flexible, 4, "alter configs", |r| {
+                    Ok(AlterableConfig {
+                        name: r.string(flexible, "config name")?,
+                        op: r.i8("config_operation")?,
+                        value: r.nullable_string(flexible, "config value")?,
+                    })
+                })?,
+            })
+        })?;
         let validate_only = r.bool("validate_only")?;
         r.tagged_fields_if(flexible)?;
         Ok(IncrementalAlterConfigsRequest {
@@ -205,22 +185,17 @@ pub struct AlterConfigsRequest {
 
 impl AlterConfigsRequest {
     pub fn decode(r: &mut Reader, _version: i16, flexible: bool) -> WireResult<AlterConfigsRequest> {
-        let n = r.array_len_required(flexible, 4, "alter resources")?;
-        let mut resources = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
+        let resources = r.structs(flexible, 4, "alter resources", |r| {
             let resource_type = r.i8("resource_type")?;
             let name = r.string(flexible, "resource_name")?;
-            let nc = r.array_len_required(flexible, 3, "alter configs")?;
-            let mut configs = Vec::with_capacity(capacity(nc));
-            for _ in 0..nc {
-                let cname = r.string(flexible, "config name")?;
-                let value = r.nullable_string(flexible, "config value")?;
-                r.tagged_fields_if(flexible)?;
-                configs.push((cname, value));
-            }
-            r.tagged_fields_if(flexible)?;
-            resources.push((resource_type, name, configs));
-        }
+            let configs = r.structs(flexible, 3, "alter configs", |r| {
+                Ok((
+                    r.string(flexible, "config name")?,
+                    r.nullable_string(flexible, "config value")?,
+                ))
+            })?;
+            Ok((resource_type, name, configs))
+        })?;
         let validate_only = r.bool("validate_only")?;
         r.tagged_fields_if(flexible)?;
         Ok(AlterConfigsRequest {
@@ -234,13 +209,11 @@ impl AlterConfigsRequest {
 /// response): (error, message, resource type, resource name).
 pub fn encode_alter(w: &mut Writer, flexible: bool, results: &[(i16, Option<String>, i8, String)]) {
     w.i32(0);
-    w.array_len(flexible, Some(results.len()));
-    for (error, message, rtype, name) in results {
+    w.structs(flexible, results, |w, (error, message, rtype, name)| {
         w.i16(*error);
         w.nullable_string(flexible, message.as_deref());
         w.i8(*rtype);
         w.string(flexible, name);
-        w.empty_tagged_fields_if(flexible);
-    }
+    });
     w.empty_tagged_fields_if(flexible);
 }

@@ -13,7 +13,7 @@
 use ferrite_ids::BrokerEpoch;
 use ferrite_ids::BrokerId;
 
-use super::wire::{capacity, Reader, WireResult, Writer};
+use super::wire::{Reader, WireResult, Writer};
 
 pub const API_KEY: i16 = 7;
 pub const VERSION: i16 = 3;
@@ -58,29 +58,22 @@ pub struct ControlledShutdownResponse {
 impl ControlledShutdownResponse {
     pub fn encode(&self, w: &mut Writer) {
         w.i16(self.error_code);
-        w.array_len(FLEXIBLE, Some(self.remaining_partitions.len()));
-        for p in &self.remaining_partitions {
+        w.structs(FLEXIBLE, &self.remaining_partitions, |w, p| {
             w.string(FLEXIBLE, &p.topic_name);
             w.i32(p.partition_index);
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+        });
         w.empty_tagged_fields_if(FLEXIBLE);
     }
 
     pub fn decode(r: &mut Reader) -> WireResult<ControlledShutdownResponse> {
         let error_code = r.i16("error_code")?;
         // name (1) + index (4) + tagged fields (1).
-        let n = r.array_len_required(FLEXIBLE, 6, "remaining partitions")?;
-        let mut remaining_partitions = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic_name = r.string(FLEXIBLE, "topic_name")?;
-            let partition_index = r.i32("partition_index")?;
-            r.skip_tagged_fields()?;
-            remaining_partitions.push(RemainingPartition {
-                topic_name,
-                partition_index,
-            });
-        }
+        let remaining_partitions = r.structs(FLEXIBLE, 6, "remaining partitions", |r| {
+            Ok(RemainingPartition {
+                topic_name: r.string(FLEXIBLE, "topic_name")?,
+                partition_index: r.i32("partition_index")?,
+            })
+        })?;
         r.skip_tagged_fields()?;
         Ok(ControlledShutdownResponse {
             error_code,

@@ -9,6 +9,7 @@
 //! replica_election_results [topic string, partition_result
 //! [partition_id int32, error_code int16, error_message nullable string]].
 
+use super::topic_partitions::TopicPartitions;
 use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const API_KEY: i16 = 43;
@@ -17,11 +18,8 @@ pub const FLEXIBLE_FROM: i16 = 2;
 /// `election_type` 0: the preferred replica.
 pub const PREFERRED: i8 = 0;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ElectTopic {
-    pub topic: String,
-    pub partitions: Vec<i32>,
-}
+/// A topic's partitions to elect leaders for.
+pub type ElectTopic = TopicPartitions<i32>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElectLeadersRequest {
@@ -38,11 +36,7 @@ pub struct PartitionResult {
     pub error_message: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TopicResult {
-    pub topic: String,
-    pub partitions: Vec<PartitionResult>,
-}
+pub type TopicResult = TopicPartitions<PartitionResult>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElectLeadersResponse {
@@ -91,14 +85,10 @@ impl ElectLeadersRequest {
         }
         match &self.topics {
             None => w.array_len(f, None),
-            Some(topics) => {
-                w.array_len(f, Some(topics.len()));
-                for t in topics {
-                    w.string(f, &t.topic);
-                    w.i32_array(f, &t.partitions);
-                    w.empty_tagged_fields_if(f);
-                }
-            }
+            Some(topics) => w.structs(f, topics, |w, t| {
+                w.string(f, &t.topic);
+                w.i32_array(f, &t.partitions);
+            }),
         }
         w.i32(self.timeout_ms);
         w.empty_tagged_fields_if(f);
@@ -112,18 +102,11 @@ impl ElectLeadersResponse {
         if version >= 1 {
             w.i16(self.error_code);
         }
-        w.array_len(f, Some(self.results.len()));
-        for t in &self.results {
-            w.string(f, &t.topic);
-            w.array_len(f, Some(t.partitions.len()));
-            for p in &t.partitions {
-                w.i32(p.partition);
-                w.i16(p.error_code);
-                w.nullable_string(f, p.error_message.as_deref());
-                w.empty_tagged_fields_if(f);
-            }
-            w.empty_tagged_fields_if(f);
-        }
+        TopicPartitions::write_all(w, f, &self.results, |w, p| {
+            w.i32(p.partition);
+            w.i16(p.error_code);
+            w.nullable_string(f, p.error_message.as_deref());
+        });
         w.empty_tagged_fields_if(f);
     }
 
@@ -131,26 +114,14 @@ impl ElectLeadersResponse {
         let f = flexible(version);
         r.i32("throttle_time_ms")?;
         let error_code = if version >= 1 { r.i16("error_code")? } else { 0 };
-        let n = r.array_len_required(f, 2, "election results")?;
-        let mut results = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic = r.string(f, "topic")?;
-            let np = r.array_len_required(f, 7, "partition results")?;
-            let mut partitions = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                let partition = r.i32("partition_id")?;
-                let error_code = r.i16("error_code")?;
-                let error_message = r.nullable_string(f, "error_message")?;
-                r.tagged_fields_if(f)?;
-                partitions.push(PartitionResult {
-                    partition,
-                    error_code,
-                    error_message,
-                });
-            }
-            r.tagged_fields_if(f)?;
-            results.push(TopicResult { topic, partitions });
-        }
+        let what = ["election results", "partition results"];
+        let results = TopicPartitions::read_all(r, f, 7, what, |r| {
+            Ok(PartitionResult {
+                partition: r.i32("partition_id")?,
+                error_code: r.i16("error_code")?,
+                error_message: r.nullable_string(f, "error_message")?,
+            })
+        })?;
         r.tagged_fields_if(f)?;
         Ok(ElectLeadersResponse { error_code, results })
     }

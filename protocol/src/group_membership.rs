@@ -45,7 +45,7 @@
 
 use bytes::Bytes;
 
-use super::wire::{capacity, Reader, WireResult, Writer};
+use super::wire::{Reader, WireResult, Writer};
 
 pub const FIND_COORDINATOR_KEY: i16 = 10;
 pub const FIND_COORDINATOR_MAX_VERSION: i16 = 3;
@@ -205,15 +205,12 @@ impl JoinGroupRequest {
             protocol_type: r.string(f, "protocol_type")?,
             protocols: Vec::new(),
         };
-        let n = r.array_len_required(f, 3, "join group protocols")?;
-        req.protocols.reserve(capacity(n));
-        for _ in 0..n {
-            req.protocols.push(JoinGroupProtocol {
+        req.protocols = r.structs(f, 3, "join group protocols", |r| {
+            Ok(JoinGroupProtocol {
                 name: r.string(f, "protocol name")?,
                 metadata: r.bytes(f, "protocol metadata")?,
-            });
-            r.tagged_fields_if(f)?;
-        }
+            })
+        })?;
         r.tagged_fields_if(f)?;
         Ok(req)
     }
@@ -230,12 +227,10 @@ impl JoinGroupRequest {
             w.nullable_string(f, self.group_instance_id.as_deref());
         }
         w.string(f, &self.protocol_type);
-        w.array_len(f, Some(self.protocols.len()));
-        for p in &self.protocols {
+        w.structs(f, &self.protocols, |w, p| {
             w.string(f, &p.name);
             w.nullable_bytes(f, Some(&p.metadata));
-            w.empty_tagged_fields_if(f);
-        }
+        });
         w.empty_tagged_fields_if(f);
     }
 }
@@ -256,15 +251,13 @@ impl JoinGroupResponse {
         }
         w.string(f, &self.leader);
         w.string(f, &self.member_id);
-        w.array_len(f, Some(self.members.len()));
-        for m in &self.members {
+        w.structs(f, &self.members, |w, m| {
             w.string(f, &m.member_id);
             if version >= 5 {
                 w.nullable_string(f, m.group_instance_id.as_deref());
             }
             w.nullable_bytes(f, Some(&m.metadata));
-            w.empty_tagged_fields_if(f);
-        }
+        });
         w.empty_tagged_fields_if(f);
     }
 
@@ -284,16 +277,13 @@ impl JoinGroupResponse {
             member_id: r.string(f, "member_id")?,
             members: Vec::new(),
         };
-        let n = r.array_len_required(f, 3, "join group members")?;
-        resp.members.reserve(capacity(n));
-        for _ in 0..n {
-            resp.members.push(JoinGroupMember {
+        resp.members = r.structs(f, 3, "join group members", |r| {
+            Ok(JoinGroupMember {
                 member_id: r.string(f, "member_id")?,
                 group_instance_id: opt_string(r, f, version >= 5, "group_instance_id")?,
                 metadata: r.bytes(f, "member metadata")?,
-            });
-            r.tagged_fields_if(f)?;
-        }
+            })
+        })?;
         r.tagged_fields_if(f)?;
         Ok(resp)
     }
@@ -375,9 +365,22 @@ pub struct LeaveGroupRequest {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaveMemberResponse {
-    pub member_id: String,
-    pub group_instance_id: Option<String>,
+    pub member: LeaveMember,
     pub error_code: i16,
+}
+
+impl LeaveMember {
+    fn read(r: &mut Reader, f: bool) -> WireResult<LeaveMember> {
+        Ok(LeaveMember {
+            member_id: r.string(f, "member_id")?,
+            group_instance_id: r.nullable_string(f, "group_instance_id")?,
+        })
+    }
+
+    fn write(&self, w: &mut Writer, f: bool) {
+        w.string(f, &self.member_id);
+        w.nullable_string(f, self.group_instance_id.as_deref());
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -393,16 +396,7 @@ impl LeaveGroupRequest {
         let f = version >= LEAVE_GROUP_FLEXIBLE_FROM;
         let group_id = r.string(f, "group_id")?;
         let members = if version >= 3 {
-            let n = r.array_len_required(f, 3, "leaving members")?;
-            let mut members = Vec::with_capacity(capacity(n));
-            for _ in 0..n {
-                members.push(LeaveMember {
-                    member_id: r.string(f, "member_id")?,
-                    group_instance_id: r.nullable_string(f, "group_instance_id")?,
-                });
-                r.tagged_fields_if(f)?;
-            }
-            members
+            r.structs(f, 3, "leaving members", |r| LeaveMember::read(r, f))?
         } else {
             vec![LeaveMember {
                 member_id: r.string(f, "member_id")?,
@@ -419,12 +413,7 @@ impl LeaveGroupRequest {
         let f = version >= LEAVE_GROUP_FLEXIBLE_FROM;
         w.string(f, &self.group_id);
         if version >= 3 {
-            w.array_len(f, Some(self.members.len()));
-            for m in &self.members {
-                w.string(f, &m.member_id);
-                w.nullable_string(f, m.group_instance_id.as_deref());
-                w.empty_tagged_fields_if(f);
-            }
+            w.structs(f, &self.members, |w, m| m.write(w, f));
         } else {
             assert_eq!(self.members.len(), 1, "LeaveGroup v{version} carries one member");
             w.string(f, &self.members[0].member_id);
@@ -441,13 +430,10 @@ impl LeaveGroupResponse {
         }
         w.i16(self.error_code);
         if version >= 3 {
-            w.array_len(f, Some(self.members.len()));
-            for m in &self.members {
-                w.string(f, &m.member_id);
-                w.nullable_string(f, m.group_instance_id.as_deref());
+            w.structs(f, &self.members, |w, m| {
+                m.member.write(w, f);
                 w.i16(m.error_code);
-                w.empty_tagged_fields_if(f);
-            }
+            });
         }
         w.empty_tagged_fields_if(f);
     }
@@ -456,19 +442,16 @@ impl LeaveGroupResponse {
         let f = version >= LEAVE_GROUP_FLEXIBLE_FROM;
         let throttle_time_ms = if version >= 1 { r.i32("throttle_time_ms")? } else { 0 };
         let error_code = r.i16("error_code")?;
-        let mut members = Vec::new();
-        if version >= 3 {
-            let n = r.array_len_required(f, 5, "left members")?;
-            members.reserve(capacity(n));
-            for _ in 0..n {
-                members.push(LeaveMemberResponse {
-                    member_id: r.string(f, "member_id")?,
-                    group_instance_id: r.nullable_string(f, "group_instance_id")?,
+        let members = if version >= 3 {
+            r.structs(f, 5, "left members", |r| {
+                Ok(LeaveMemberResponse {
+                    member: LeaveMember::read(r, f)?,
                     error_code: r.i16("error_code")?,
-                });
-                r.tagged_fields_if(f)?;
-            }
-        }
+                })
+            })?
+        } else {
+            Vec::new()
+        };
         r.tagged_fields_if(f)?;
         Ok(LeaveGroupResponse {
             throttle_time_ms,
@@ -517,15 +500,12 @@ impl SyncGroupRequest {
             protocol_name: opt_string(r, f, version >= 5, "protocol_name")?,
             assignments: Vec::new(),
         };
-        let n = r.array_len_required(f, 3, "sync group assignments")?;
-        req.assignments.reserve(capacity(n));
-        for _ in 0..n {
-            req.assignments.push(SyncGroupAssignment {
+        req.assignments = r.structs(f, 3, "sync group assignments", |r| {
+            Ok(SyncGroupAssignment {
                 member_id: r.string(f, "member_id")?,
                 assignment: r.bytes(f, "assignment")?,
-            });
-            r.tagged_fields_if(f)?;
-        }
+            })
+        })?;
         r.tagged_fields_if(f)?;
         Ok(req)
     }
@@ -542,12 +522,10 @@ impl SyncGroupRequest {
             w.nullable_string(f, self.protocol_type.as_deref());
             w.nullable_string(f, self.protocol_name.as_deref());
         }
-        w.array_len(f, Some(self.assignments.len()));
-        for a in &self.assignments {
+        w.structs(f, &self.assignments, |w, a| {
             w.string(f, &a.member_id);
             w.nullable_bytes(f, Some(&a.assignment));
-            w.empty_tagged_fields_if(f);
-        }
+        });
         w.empty_tagged_fields_if(f);
     }
 }

@@ -202,8 +202,10 @@ fn leave_group_round_trips_at_every_version() {
                 v,
                 3,
                 vec![LeaveMemberResponse {
-                    member_id: "m-1".into(),
-                    group_instance_id: Some("i-1".into()),
+                    member: LeaveMember {
+                        member_id: "m-1".into(),
+                        group_instance_id: Some("i-1".into()),
+                    },
                     error_code: 25,
                 }],
                 vec![],

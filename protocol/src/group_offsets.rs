@@ -29,9 +29,15 @@
 //! Response: error_code int16, throttle_time_ms int32, topics [name string,
 //! partitions [partition_index int32, error_code int16]].
 //!
+//! Each topic array decodes into [`TopicPartitions`] (a topic's `name` is
+//! its `topic`; OffsetFetch's `partition_indexes` its `partitions`).
+//!
 //! No tagged fields are defined in these versions; unknown ones are skipped
 //! and none are written.
 
+use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
+
+use super::topic_partitions::TopicPartitions;
 use super::wire::{capacity, Reader, WireError, WireResult, Writer};
 
 pub const OFFSET_COMMIT_KEY: i16 = 8;
@@ -50,18 +56,15 @@ pub const UNSET: i32 = -1;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetCommitPartition {
     pub partition_index: i32,
-    pub committed_offset: i64,
-    pub committed_leader_epoch: i32,
+    pub committed_offset: Offset,
+    /// [`LeaderEpoch::NONE`] when absent.
+    pub committed_leader_epoch: LeaderEpoch,
     /// v1 only.
-    pub commit_timestamp: i64,
+    pub commit_timestamp: TimestampMs,
     pub committed_metadata: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetCommitTopic {
-    pub name: String,
-    pub partitions: Vec<OffsetCommitPartition>,
-}
+pub type OffsetCommitTopic = TopicPartitions<OffsetCommitPartition>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetCommitRequest {
@@ -81,11 +84,7 @@ pub struct OffsetPartitionResult {
 }
 
 /// One topic's answers to OffsetCommit or OffsetDelete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetTopicResult {
-    pub name: String,
-    pub partitions: Vec<OffsetPartitionResult>,
-}
+pub type OffsetTopicResult = TopicPartitions<OffsetPartitionResult>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetCommitResponse {
@@ -96,19 +95,18 @@ pub struct OffsetCommitResponse {
 impl OffsetCommitPartition {
     fn decode(r: &mut Reader, version: i16, f: bool) -> WireResult<OffsetCommitPartition> {
         let partition_index = r.i32("partition_index")?;
-        let committed_offset = r.i64("committed_offset")?;
+        let committed_offset = Offset(r.i64("committed_offset")?);
         let committed_leader_epoch = if version >= 6 {
-            r.i32("committed_leader_epoch")?
+            LeaderEpoch(r.i32("committed_leader_epoch")?)
         } else {
-            UNSET
+            LeaderEpoch::NONE
         };
         let commit_timestamp = if version == 1 {
-            r.i64("commit_timestamp")?
+            TimestampMs(r.i64("commit_timestamp")?)
         } else {
-            i64::from(UNSET)
+            TimestampMs::NONE
         };
         let committed_metadata = r.nullable_string(f, "committed_metadata")?;
-        r.tagged_fields_if(f)?;
         Ok(OffsetCommitPartition {
             partition_index,
             committed_offset,
@@ -120,15 +118,14 @@ impl OffsetCommitPartition {
 
     fn encode(&self, w: &mut Writer, version: i16, f: bool) {
         w.i32(self.partition_index);
-        w.i64(self.committed_offset);
+        w.i64(self.committed_offset.0);
         if version >= 6 {
-            w.i32(self.committed_leader_epoch);
+            w.i32(self.committed_leader_epoch.0);
         }
         if version == 1 {
-            w.i64(self.commit_timestamp);
+            w.i64(self.commit_timestamp.0);
         }
         w.nullable_string(f, self.committed_metadata.as_deref());
-        w.empty_tagged_fields_if(f);
     }
 }
 
@@ -151,18 +148,8 @@ impl OffsetCommitRequest {
         } else {
             i64::from(UNSET)
         };
-        let n = r.array_len_required(f, 3, "offset commit topics")?;
-        let mut topics = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let name = r.string(f, "topic")?;
-            let np = r.array_len_required(f, 13, "offset commit partitions")?;
-            let mut partitions = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                partitions.push(OffsetCommitPartition::decode(r, version, f)?);
-            }
-            r.tagged_fields_if(f)?;
-            topics.push(OffsetCommitTopic { name, partitions });
-        }
+        let what = ["offset commit topics", "offset commit partitions"];
+        let topics = TopicPartitions::read_all(r, f, 13, what, |r| OffsetCommitPartition::decode(r, version, f))?;
         r.tagged_fields_if(f)?;
         Ok(OffsetCommitRequest {
             group_id,
@@ -187,53 +174,27 @@ impl OffsetCommitRequest {
         if (2..=4).contains(&version) {
             w.i64(self.retention_time_ms);
         }
-        w.array_len(f, Some(self.topics.len()));
-        for t in &self.topics {
-            w.string(f, &t.name);
-            w.array_len(f, Some(t.partitions.len()));
-            for p in &t.partitions {
-                p.encode(w, version, f);
-            }
-            w.empty_tagged_fields_if(f);
-        }
+        TopicPartitions::write_all(w, f, &self.topics, |w, p| p.encode(w, version, f));
         w.empty_tagged_fields_if(f);
     }
 }
 
+const RESULTS_WHAT: [&str; 2] = ["topic results", "partition results"];
+
 fn encode_topic_results(w: &mut Writer, f: bool, topics: &[OffsetTopicResult]) {
-    w.array_len(f, Some(topics.len()));
-    for t in topics {
-        w.string(f, &t.name);
-        w.array_len(f, Some(t.partitions.len()));
-        for p in &t.partitions {
-            w.i32(p.partition_index);
-            w.i16(p.error_code);
-            w.empty_tagged_fields_if(f);
-        }
-        w.empty_tagged_fields_if(f);
-    }
+    TopicPartitions::write_all(w, f, topics, |w, p| {
+        w.i32(p.partition_index);
+        w.i16(p.error_code);
+    });
 }
 
 fn decode_topic_results(r: &mut Reader, f: bool) -> WireResult<Vec<OffsetTopicResult>> {
-    let n = r.array_len_required(f, 3, "topic results")?;
-    let mut topics = Vec::with_capacity(capacity(n));
-    for _ in 0..n {
-        let name = r.string(f, "topic")?;
-        let np = r.array_len_required(f, 6, "partition results")?;
-        let mut partitions = Vec::with_capacity(capacity(np));
-        for _ in 0..np {
-            let partition_index = r.i32("partition_index")?;
-            let error_code = r.i16("error_code")?;
-            r.tagged_fields_if(f)?;
-            partitions.push(OffsetPartitionResult {
-                partition_index,
-                error_code,
-            });
-        }
-        r.tagged_fields_if(f)?;
-        topics.push(OffsetTopicResult { name, partitions });
-    }
-    Ok(topics)
+    TopicPartitions::read_all(r, f, 6, RESULTS_WHAT, |r| {
+        Ok(OffsetPartitionResult {
+            partition_index: r.i32("partition_index")?,
+            error_code: r.i16("error_code")?,
+        })
+    })
 }
 
 impl OffsetCommitResponse {
@@ -258,11 +219,8 @@ impl OffsetCommitResponse {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetFetchTopic {
-    pub name: String,
-    pub partition_indexes: Vec<i32>,
-}
+/// A topic and the partition indexes asked for.
+pub type OffsetFetchTopic = TopicPartitions<i32>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetFetchRequest {
@@ -275,18 +233,14 @@ pub struct OffsetFetchRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetFetchPartitionResult {
     pub partition_index: i32,
-    /// -1: nothing committed.
-    pub committed_offset: i64,
-    pub committed_leader_epoch: i32,
+    /// [`Offset::NONE`]: nothing committed.
+    pub committed_offset: Offset,
+    pub committed_leader_epoch: LeaderEpoch,
     pub metadata: Option<String>,
     pub error_code: i16,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetFetchTopicResult {
-    pub name: String,
-    pub partitions: Vec<OffsetFetchPartitionResult>,
-}
+pub type OffsetFetchTopicResult = TopicPartitions<OffsetFetchPartitionResult>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetFetchResponse {
@@ -310,13 +264,10 @@ impl OffsetFetchRequest {
             Some(n) => {
                 let mut topics = Vec::with_capacity(capacity(n));
                 for _ in 0..n {
-                    let name = r.string(f, "topic")?;
-                    let partition_indexes = r.i32_array(f, "partition_indexes")?;
+                    let topic = r.string(f, "topic")?;
+                    let partitions = r.i32_array(f, "partition_indexes")?;
                     r.tagged_fields_if(f)?;
-                    topics.push(OffsetFetchTopic {
-                        name,
-                        partition_indexes,
-                    });
+                    topics.push(OffsetFetchTopic { topic, partitions });
                 }
                 Some(topics)
             }
@@ -339,14 +290,10 @@ impl OffsetFetchRequest {
                 assert!(version >= 2, "OffsetFetch v{version} cannot ask for every topic");
                 w.array_len(f, None);
             }
-            Some(topics) => {
-                w.array_len(f, Some(topics.len()));
-                for t in topics {
-                    w.string(f, &t.name);
-                    w.i32_array(f, &t.partition_indexes);
-                    w.empty_tagged_fields_if(f);
-                }
-            }
+            Some(topics) => w.structs(f, topics, |w, t| {
+                w.string(f, &t.topic);
+                w.i32_array(f, &t.partitions);
+            }),
         }
         if version >= 7 {
             w.bool(self.require_stable);
@@ -358,15 +305,14 @@ impl OffsetFetchRequest {
 impl OffsetFetchPartitionResult {
     fn decode(r: &mut Reader, version: i16, f: bool) -> WireResult<OffsetFetchPartitionResult> {
         let partition_index = r.i32("partition_index")?;
-        let committed_offset = r.i64("committed_offset")?;
+        let committed_offset = Offset(r.i64("committed_offset")?);
         let committed_leader_epoch = if version >= 5 {
-            r.i32("committed_leader_epoch")?
+            LeaderEpoch(r.i32("committed_leader_epoch")?)
         } else {
-            UNSET
+            LeaderEpoch::NONE
         };
         let metadata = r.nullable_string(f, "metadata")?;
         let error_code = r.i16("error_code")?;
-        r.tagged_fields_if(f)?;
         Ok(OffsetFetchPartitionResult {
             partition_index,
             committed_offset,
@@ -378,13 +324,12 @@ impl OffsetFetchPartitionResult {
 
     fn encode(&self, w: &mut Writer, version: i16, f: bool) {
         w.i32(self.partition_index);
-        w.i64(self.committed_offset);
+        w.i64(self.committed_offset.0);
         if version >= 5 {
-            w.i32(self.committed_leader_epoch);
+            w.i32(self.committed_leader_epoch.0);
         }
         w.nullable_string(f, self.metadata.as_deref());
         w.i16(self.error_code);
-        w.empty_tagged_fields_if(f);
     }
 }
 
@@ -394,15 +339,7 @@ impl OffsetFetchResponse {
         if version >= 3 {
             w.i32(self.throttle_time_ms);
         }
-        w.array_len(f, Some(self.topics.len()));
-        for t in &self.topics {
-            w.string(f, &t.name);
-            w.array_len(f, Some(t.partitions.len()));
-            for p in &t.partitions {
-                p.encode(w, version, f);
-            }
-            w.empty_tagged_fields_if(f);
-        }
+        TopicPartitions::write_all(w, f, &self.topics, |w, p| p.encode(w, version, f));
         if version >= 2 {
             w.i16(self.error_code);
         }
@@ -412,18 +349,8 @@ impl OffsetFetchResponse {
     pub fn decode(r: &mut Reader, version: i16) -> WireResult<OffsetFetchResponse> {
         let f = version >= OFFSET_FETCH_FLEXIBLE_FROM;
         let throttle_time_ms = if version >= 3 { r.i32("throttle_time_ms")? } else { 0 };
-        let n = r.array_len_required(f, 3, "offset fetch topics")?;
-        let mut topics = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let name = r.string(f, "topic")?;
-            let np = r.array_len_required(f, 15, "offset fetch partitions")?;
-            let mut partitions = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                partitions.push(OffsetFetchPartitionResult::decode(r, version, f)?);
-            }
-            r.tagged_fields_if(f)?;
-            topics.push(OffsetFetchTopicResult { name, partitions });
-        }
+        let what = ["offset fetch topics", "offset fetch partitions"];
+        let topics = TopicPartitions::read_all(r, f, 15, what, |r| OffsetFetchPartitionResult::decode(r, version, f))?;
         let error_code = if version >= 2 { r.i16("error_code")? } else { 0 };
         r.tagged_fields_if(f)?;
         Ok(OffsetFetchResponse {
@@ -434,12 +361,8 @@ impl OffsetFetchResponse {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetDeleteTopic {
-    pub name: String,
-    /// Partition indexes.
-    pub partitions: Vec<i32>,
-}
+/// A topic and the partition indexes whose offsets go.
+pub type OffsetDeleteTopic = TopicPartitions<i32>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetDeleteRequest {
@@ -463,20 +386,19 @@ impl OffsetDeleteRequest {
         for _ in 0..n {
             // Each partition is a struct of one int32: the same bytes as an
             // int32 array in a non-flexible version.
-            let name = r.string(false, "topic")?;
+            let topic = r.string(false, "topic")?;
             let partitions = r.i32_array(false, "offset delete partitions")?;
-            topics.push(OffsetDeleteTopic { name, partitions });
+            topics.push(OffsetDeleteTopic { topic, partitions });
         }
         Ok(OffsetDeleteRequest { group_id, topics })
     }
 
     pub fn encode(&self, w: &mut Writer, _version: i16) {
         w.string(false, &self.group_id);
-        w.array_len(false, Some(self.topics.len()));
-        for t in &self.topics {
-            w.string(false, &t.name);
+        w.structs(false, &self.topics, |w, t| {
+            w.string(false, &t.topic);
             w.i32_array(false, &t.partitions);
-        }
+        });
     }
 }
 
@@ -517,9 +439,9 @@ mod tests {
     fn commit_request(v: i16) -> OffsetCommitRequest {
         let partition = |partition_index, committed_metadata| OffsetCommitPartition {
             partition_index,
-            committed_offset: 42 + i64::from(partition_index),
-            committed_leader_epoch: since(v, 6, 5, UNSET),
-            commit_timestamp: if v == 1 { 1_000 } else { -1 },
+            committed_offset: Offset(42 + i64::from(partition_index)),
+            committed_leader_epoch: LeaderEpoch(since(v, 6, 5, UNSET)),
+            commit_timestamp: TimestampMs(if v == 1 { 1_000 } else { -1 }),
             committed_metadata,
         };
         OffsetCommitRequest {
@@ -530,11 +452,11 @@ mod tests {
             retention_time_ms: if (2..=4).contains(&v) { 86_400_000 } else { -1 },
             topics: vec![
                 OffsetCommitTopic {
-                    name: "orders".into(),
+                    topic: "orders".into(),
                     partitions: vec![partition(0, Some("meta".into())), partition(3, None)],
                 },
                 OffsetCommitTopic {
-                    name: "été".into(),
+                    topic: "été".into(),
                     partitions: vec![],
                 },
             ],
@@ -543,7 +465,7 @@ mod tests {
 
     fn topic_results() -> Vec<OffsetTopicResult> {
         vec![OffsetTopicResult {
-            name: "orders".into(),
+            topic: "orders".into(),
             partitions: vec![
                 OffsetPartitionResult {
                     partition_index: 0,
@@ -576,12 +498,12 @@ mod tests {
         // The oracle crate no longer speaks v0-1 (removed in Kafka 4.0).
         let req = OffsetCommitRequest {
             topics: vec![OffsetCommitTopic {
-                name: "t".into(),
+                topic: "t".into(),
                 partitions: vec![OffsetCommitPartition {
                     partition_index: 2,
-                    committed_offset: 42,
-                    committed_leader_epoch: UNSET,
-                    commit_timestamp: 1_000,
+                    committed_offset: Offset(42),
+                    committed_leader_epoch: LeaderEpoch::NONE,
+                    commit_timestamp: TimestampMs(1_000),
                     committed_metadata: None,
                 }],
             }],
@@ -615,19 +537,19 @@ mod tests {
         OffsetFetchResponse {
             throttle_time_ms: since(v, 3, 4, 0),
             topics: vec![OffsetFetchTopicResult {
-                name: "orders".into(),
+                topic: "orders".into(),
                 partitions: vec![
                     OffsetFetchPartitionResult {
                         partition_index: 0,
-                        committed_offset: 42,
-                        committed_leader_epoch: since(v, 5, 5, UNSET),
+                        committed_offset: Offset(42),
+                        committed_leader_epoch: LeaderEpoch(since(v, 5, 5, UNSET)),
                         metadata: Some("meta".into()),
                         error_code: 0,
                     },
                     OffsetFetchPartitionResult {
                         partition_index: 1,
-                        committed_offset: -1,
-                        committed_leader_epoch: UNSET,
+                        committed_offset: Offset::NONE,
+                        committed_leader_epoch: LeaderEpoch::NONE,
                         metadata: None,
                         error_code: 0,
                     },
@@ -642,12 +564,12 @@ mod tests {
         for v in 0..=OFFSET_FETCH_MAX_VERSION {
             let named = Some(vec![
                 OffsetFetchTopic {
-                    name: "orders".into(),
-                    partition_indexes: vec![0, 1],
+                    topic: "orders".into(),
+                    partitions: vec![0, 1],
                 },
                 OffsetFetchTopic {
-                    name: "empty".into(),
-                    partition_indexes: vec![],
+                    topic: "empty".into(),
+                    partitions: vec![],
                 },
             ]);
             let all = since(v, 2, vec![None], vec![]);
@@ -685,11 +607,11 @@ mod tests {
             group_id: "g".into(),
             topics: vec![
                 OffsetDeleteTopic {
-                    name: "orders".into(),
+                    topic: "orders".into(),
                     partitions: vec![0, 7],
                 },
                 OffsetDeleteTopic {
-                    name: "t".into(),
+                    topic: "t".into(),
                     partitions: vec![],
                 },
             ],

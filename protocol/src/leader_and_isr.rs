@@ -23,7 +23,7 @@ use ferrite_ids::ControllerEpoch;
 use ferrite_ids::LeaderEpoch;
 use ferrite_ids::{BrokerId, ZkVersion};
 
-use super::wire::{capacity, Reader, WireError, WireResult, Writer};
+use super::wire::{Reader, WireError, WireResult, Writer};
 
 pub const API_KEY: i16 = 4;
 pub const VERSION: i16 = 5;
@@ -63,8 +63,10 @@ impl RequestType {
     }
 }
 
+/// The fields a partition state of LeaderAndIsr v5 and of UpdateMetadata v7
+/// both begin with, in this order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderAndIsrPartitionState {
+pub struct PartitionStateHead {
     pub partition_index: i32,
     /// The epoch of the controller that last wrote this state.
     pub controller_epoch: ControllerEpoch,
@@ -75,18 +77,51 @@ pub struct LeaderAndIsrPartitionState {
     /// The partition state znode's version.
     pub zk_version: ZkVersion,
     pub replicas: Vec<BrokerId>,
+}
+
+impl PartitionStateHead {
+    pub(super) fn read(r: &mut Reader) -> WireResult<PartitionStateHead> {
+        Ok(PartitionStateHead {
+            partition_index: r.i32("partition_index")?,
+            controller_epoch: ControllerEpoch(r.i32("controller_epoch")?),
+            leader: BrokerId(r.i32("leader")?),
+            leader_epoch: LeaderEpoch(r.i32("leader_epoch")?),
+            isr: read_broker_ids(r, "isr")?,
+            zk_version: ZkVersion(r.i32("zk_version")?),
+            replicas: read_broker_ids(r, "replicas")?,
+        })
+    }
+
+    pub(super) fn write(&self, w: &mut Writer) {
+        w.i32(self.partition_index);
+        w.i32(self.controller_epoch.0);
+        w.i32(self.leader.0);
+        w.i32(self.leader_epoch.0);
+        write_broker_ids(w, &self.isr);
+        w.i32(self.zk_version.0);
+        write_broker_ids(w, &self.replicas);
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderAndIsrPartitionState {
+    pub head: PartitionStateHead,
     pub adding_replicas: Vec<BrokerId>,
     pub removing_replicas: Vec<BrokerId>,
     /// The replica is new to this broker (it should not have existed).
     pub is_new: bool,
 }
 
+/// One topic's partition states, as both LeaderAndIsr and UpdateMetadata
+/// group them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderAndIsrTopicState {
+pub struct TopicState<P> {
     pub topic_name: String,
     pub topic_id: [u8; 16],
-    pub partition_states: Vec<LeaderAndIsrPartitionState>,
+    pub partition_states: Vec<P>,
 }
+
+pub type LeaderAndIsrTopicState = TopicState<LeaderAndIsrPartitionState>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaderAndIsrLiveLeader {
@@ -116,100 +151,39 @@ pub(super) fn read_broker_ids(r: &mut Reader, what: &'static str) -> WireResult<
     Ok(r.i32_array(FLEXIBLE, what)?.into_iter().map(BrokerId).collect())
 }
 
-/// The fields a partition state of LeaderAndIsr v5 and of UpdateMetadata v7
-/// both begin with, in this order.
-pub(super) struct StateHead {
-    pub partition_index: i32,
-    pub controller_epoch: ControllerEpoch,
-    pub leader: BrokerId,
-    pub leader_epoch: LeaderEpoch,
-    pub isr: Vec<BrokerId>,
-    pub zk_version: ZkVersion,
-    pub replicas: Vec<BrokerId>,
-}
-
-impl StateHead {
-    pub(super) fn read(r: &mut Reader) -> WireResult<StateHead> {
-        Ok(StateHead {
-            partition_index: r.i32("partition_index")?,
-            controller_epoch: ControllerEpoch(r.i32("controller_epoch")?),
-            leader: BrokerId(r.i32("leader")?),
-            leader_epoch: LeaderEpoch(r.i32("leader_epoch")?),
-            isr: read_broker_ids(r, "isr")?,
-            zk_version: ZkVersion(r.i32("zk_version")?),
-            replicas: read_broker_ids(r, "replicas")?,
+impl<P> TopicState<P> {
+    /// Topic states as both requests carry them: `[topic_name
+    /// compact_string, topic_id uuid, partition_states [...]]`, each struct
+    /// followed by its tagged fields; `read_partition` reads one partition
+    /// state's own fields (at least `partition_bytes_min` bytes with its
+    /// tagged fields). `what` names the topic and partition arrays in errors.
+    pub(super) fn read_all(
+        r: &mut Reader,
+        partition_bytes_min: usize,
+        what: [&'static str; 2],
+        mut read_partition: impl FnMut(&mut Reader) -> WireResult<P>,
+    ) -> WireResult<Vec<TopicState<P>>> {
+        // name (1) + uuid (16) + partitions (1) + tagged fields (1).
+        r.structs(FLEXIBLE, 19, what[0], |r| {
+            Ok(TopicState {
+                topic_name: r.string(FLEXIBLE, "topic_name")?,
+                topic_id: r.uuid("topic_id")?,
+                partition_states: r.structs(FLEXIBLE, partition_bytes_min, what[1], &mut read_partition)?,
+            })
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn write(
+    /// Writes topic states in the layout [`TopicState::read_all`] reads.
+    pub(super) fn write_all(
         w: &mut Writer,
-        partition_index: i32,
-        controller_epoch: ControllerEpoch,
-        leader: BrokerId,
-        leader_epoch: LeaderEpoch,
-        isr: &[BrokerId],
-        zk_version: ZkVersion,
-        replicas: &[BrokerId],
+        topics: &[TopicState<P>],
+        mut write_partition: impl FnMut(&mut Writer, &P),
     ) {
-        w.i32(partition_index);
-        w.i32(controller_epoch.0);
-        w.i32(leader.0);
-        w.i32(leader_epoch.0);
-        write_broker_ids(w, isr);
-        w.i32(zk_version.0);
-        write_broker_ids(w, replicas);
-    }
-}
-
-/// One topic's name, id and partition states.
-pub(super) type TopicStates<P> = (String, [u8; 16], Vec<P>);
-
-/// Topic states as both requests carry them: `[topic_name compact_string,
-/// topic_id uuid, partition_states [...]]`, each struct followed by its
-/// tagged fields; `read_partition` reads one partition state's own fields
-/// (at least `partition_bytes_min` bytes with its tagged fields). `what`
-/// names the topic and partition arrays in errors.
-pub(super) fn read_topic_states<P>(
-    r: &mut Reader,
-    partition_bytes_min: usize,
-    what: [&'static str; 2],
-    mut read_partition: impl FnMut(&mut Reader) -> WireResult<P>,
-) -> WireResult<Vec<TopicStates<P>>> {
-    // name (1) + uuid (16) + partitions (1) + tagged fields (1).
-    let n = r.array_len_required(FLEXIBLE, 19, what[0])?;
-    let mut topics = Vec::with_capacity(capacity(n));
-    for _ in 0..n {
-        let topic_name = r.string(FLEXIBLE, "topic_name")?;
-        let topic_id = r.uuid("topic_id")?;
-        let np = r.array_len_required(FLEXIBLE, partition_bytes_min, what[1])?;
-        let mut partitions = Vec::with_capacity(capacity(np));
-        for _ in 0..np {
-            partitions.push(read_partition(r)?);
-            r.skip_tagged_fields()?;
-        }
-        r.skip_tagged_fields()?;
-        topics.push((topic_name, topic_id, partitions));
-    }
-    Ok(topics)
-}
-
-/// Writes topic states in the layout [`read_topic_states`] reads.
-pub(super) fn write_topic_states<'a, P: 'a>(
-    w: &mut Writer,
-    topics: impl ExactSizeIterator<Item = (&'a String, &'a [u8; 16], &'a Vec<P>)>,
-    mut write_partition: impl FnMut(&mut Writer, &P),
-) {
-    w.array_len(FLEXIBLE, Some(topics.len()));
-    for (name, id, partitions) in topics {
-        w.string(FLEXIBLE, name);
-        w.uuid(id);
-        w.array_len(FLEXIBLE, Some(partitions.len()));
-        for p in partitions {
-            write_partition(w, p);
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
-        w.empty_tagged_fields_if(FLEXIBLE);
+        w.structs(FLEXIBLE, topics, |w, t| {
+            w.string(FLEXIBLE, &t.topic_name);
+            w.uuid(&t.topic_id);
+            w.structs(FLEXIBLE, &t.partition_states, &mut write_partition);
+        });
     }
 }
 
@@ -219,33 +193,17 @@ impl LeaderAndIsrRequest {
         w.i32(self.controller_epoch.0);
         w.i64(self.broker_epoch.0);
         w.i8(self.request_type.code());
-        let topics = self.topic_states.iter();
-        write_topic_states(
-            w,
-            topics.map(|t| (&t.topic_name, &t.topic_id, &t.partition_states)),
-            |w, p| {
-                StateHead::write(
-                    w,
-                    p.partition_index,
-                    p.controller_epoch,
-                    p.leader,
-                    p.leader_epoch,
-                    &p.isr,
-                    p.zk_version,
-                    &p.replicas,
-                );
-                write_broker_ids(w, &p.adding_replicas);
-                write_broker_ids(w, &p.removing_replicas);
-                w.bool(p.is_new);
-            },
-        );
-        w.array_len(FLEXIBLE, Some(self.live_leaders.len()));
-        for l in &self.live_leaders {
+        TopicState::write_all(w, &self.topic_states, |w, p| {
+            p.head.write(w);
+            write_broker_ids(w, &p.adding_replicas);
+            write_broker_ids(w, &p.removing_replicas);
+            w.bool(p.is_new);
+        });
+        w.structs(FLEXIBLE, &self.live_leaders, |w, l| {
             w.i32(l.broker_id.0);
             w.string(FLEXIBLE, &l.host_name);
             w.i32(l.port);
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+        });
         w.empty_tagged_fields_if(FLEXIBLE);
     }
 
@@ -260,44 +218,22 @@ impl LeaderAndIsrRequest {
         })?;
         // 6 int32 + 4 arrays + bool + tagged fields.
         let what = ["leader and isr topic states", "leader and isr partition states"];
-        let topic_states = read_topic_states(r, 26, what, |r| {
-            let head = StateHead::read(r)?;
-            let adding_replicas = read_broker_ids(r, "adding_replicas")?;
-            let removing_replicas = read_broker_ids(r, "removing_replicas")?;
-            let is_new = r.bool("is_new")?;
+        let topic_states = TopicState::read_all(r, 26, what, |r| {
             Ok(LeaderAndIsrPartitionState {
-                partition_index: head.partition_index,
-                controller_epoch: head.controller_epoch,
-                leader: head.leader,
-                leader_epoch: head.leader_epoch,
-                isr: head.isr,
-                zk_version: head.zk_version,
-                replicas: head.replicas,
-                adding_replicas,
-                removing_replicas,
-                is_new,
+                head: PartitionStateHead::read(r)?,
+                adding_replicas: read_broker_ids(r, "adding_replicas")?,
+                removing_replicas: read_broker_ids(r, "removing_replicas")?,
+                is_new: r.bool("is_new")?,
             })
-        })?
-        .into_iter()
-        .map(|(topic_name, topic_id, partition_states)| LeaderAndIsrTopicState {
-            topic_name,
-            topic_id,
-            partition_states,
-        })
-        .collect();
-        let n = r.array_len_required(FLEXIBLE, 10, "live leaders")?;
-        let mut live_leaders = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let broker_id = BrokerId(r.i32("broker_id")?);
-            let host_name = r.string(FLEXIBLE, "host_name")?;
-            let port = r.i32("port")?;
-            r.skip_tagged_fields()?;
-            live_leaders.push(LeaderAndIsrLiveLeader {
-                broker_id,
-                host_name,
-                port,
-            });
-        }
+        })?;
+        // broker_id (4) + host_name (1) + port (4) + tagged fields (1).
+        let live_leaders = r.structs(FLEXIBLE, 10, "live leaders", |r| {
+            Ok(LeaderAndIsrLiveLeader {
+                broker_id: BrokerId(r.i32("broker_id")?),
+                host_name: r.string(FLEXIBLE, "host_name")?,
+                port: r.i32("port")?,
+            })
+        })?;
         r.skip_tagged_fields()?;
         Ok(LeaderAndIsrRequest {
             controller_id,
@@ -331,43 +267,29 @@ pub struct LeaderAndIsrResponse {
 impl LeaderAndIsrResponse {
     pub fn encode(&self, w: &mut Writer) {
         w.i16(self.error_code);
-        w.array_len(FLEXIBLE, Some(self.topics.len()));
-        for t in &self.topics {
+        w.structs(FLEXIBLE, &self.topics, |w, t| {
             w.uuid(&t.topic_id);
-            w.array_len(FLEXIBLE, Some(t.partition_errors.len()));
-            for p in &t.partition_errors {
+            w.structs(FLEXIBLE, &t.partition_errors, |w, p| {
                 w.i32(p.partition_index);
                 w.i16(p.error_code);
-                w.empty_tagged_fields_if(FLEXIBLE);
-            }
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+            });
+        });
         w.empty_tagged_fields_if(FLEXIBLE);
     }
 
     pub fn decode(r: &mut Reader) -> WireResult<LeaderAndIsrResponse> {
         let error_code = r.i16("error_code")?;
-        let n = r.array_len_required(FLEXIBLE, 18, "leader and isr topic errors")?;
-        let mut topics = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic_id = r.uuid("topic_id")?;
-            let np = r.array_len_required(FLEXIBLE, 7, "leader and isr partition errors")?;
-            let mut partition_errors = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                let partition_index = r.i32("partition_index")?;
-                let error_code = r.i16("error_code")?;
-                r.skip_tagged_fields()?;
-                partition_errors.push(LeaderAndIsrPartitionError {
-                    partition_index,
-                    error_code,
-                });
-            }
-            r.skip_tagged_fields()?;
-            topics.push(LeaderAndIsrTopicError {
-                topic_id,
-                partition_errors,
-            });
-        }
+        let topics = r.structs(FLEXIBLE, 18, "leader and isr topic errors", |r| {
+            Ok(LeaderAndIsrTopicError {
+                topic_id: r.uuid("topic_id")?,
+                partition_errors: r.structs(FLEXIBLE, 7, "leader and isr partition errors", |r| {
+                    Ok(LeaderAndIsrPartitionError {
+                        partition_index: r.i32("partition_index")?,
+                        error_code: r.i16("error_code")?,
+                    })
+                })?,
+            })
+        })?;
         r.skip_tagged_fields()?;
         Ok(LeaderAndIsrResponse { error_code, topics })
     }
@@ -393,13 +315,15 @@ mod tests {
                 topic_name: "t".into(),
                 topic_id: [9; 16],
                 partition_states: vec![LeaderAndIsrPartitionState {
-                    partition_index: 4,
-                    controller_epoch: ControllerEpoch(2),
-                    leader: BrokerId(1),
-                    leader_epoch: LeaderEpoch(5),
-                    isr: vec![BrokerId(1), BrokerId(2)],
-                    zk_version: ZkVersion(6),
-                    replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+                    head: PartitionStateHead {
+                        partition_index: 4,
+                        controller_epoch: ControllerEpoch(2),
+                        leader: BrokerId(1),
+                        leader_epoch: LeaderEpoch(5),
+                        isr: vec![BrokerId(1), BrokerId(2)],
+                        zk_version: ZkVersion(6),
+                        replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+                    },
                     adding_replicas: vec![BrokerId(3)],
                     removing_replicas: vec![],
                     is_new: true,
@@ -556,13 +480,15 @@ mod tests {
         )
             .prop_map(|(i, ce, leader, le, isr, zk, replicas, adding, removing, is_new)| {
                 LeaderAndIsrPartitionState {
-                    partition_index: i,
-                    controller_epoch: ControllerEpoch(ce),
-                    leader,
-                    leader_epoch: LeaderEpoch(le),
-                    isr,
-                    zk_version: ZkVersion(zk),
-                    replicas,
+                    head: PartitionStateHead {
+                        partition_index: i,
+                        controller_epoch: ControllerEpoch(ce),
+                        leader,
+                        leader_epoch: LeaderEpoch(le),
+                        isr,
+                        zk_version: ZkVersion(zk),
+                        replicas,
+                    },
                     adding_replicas: adding,
                     removing_replicas: removing,
                     is_new,

@@ -44,6 +44,7 @@ pub mod produce;
 pub mod request;
 pub mod response;
 pub mod stop_replica;
+pub mod topic_partitions;
 pub mod topics_admin;
 pub mod update_metadata;
 pub mod wire;

@@ -16,7 +16,8 @@
 use ferrite_ids::BrokerId;
 use ferrite_ids::{LeaderEpoch, Offset};
 
-use super::wire::{capacity, Reader, WireError, WireResult, Writer};
+use super::topic_partitions::TopicPartitions;
+use super::wire::{Reader, WireError, WireResult, Writer};
 
 pub const API_KEY: i16 = 23;
 pub const VERSION_MIN: i16 = 2;
@@ -62,11 +63,9 @@ pub struct OffsetForLeaderPartition {
     pub leader_epoch: LeaderEpoch,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetForLeaderTopic {
-    pub topic: String,
-    pub partitions: Vec<OffsetForLeaderPartition>,
-}
+pub type OffsetForLeaderTopic = TopicPartitions<OffsetForLeaderPartition>;
+
+const WHAT: [&str; 2] = ["offset for leader epoch topics", "offset for leader epoch partitions"];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetForLeaderEpochRequest {
@@ -83,18 +82,11 @@ impl OffsetForLeaderEpochRequest {
         if version >= 3 {
             w.i32(self.replica_id.0);
         }
-        w.array_len(flexible, Some(self.topics.len()));
-        for t in &self.topics {
-            w.string(flexible, &t.topic);
-            w.array_len(flexible, Some(t.partitions.len()));
-            for p in &t.partitions {
-                w.i32(p.partition);
-                w.i32(p.current_leader_epoch.0);
-                w.i32(p.leader_epoch.0);
-                w.empty_tagged_fields_if(flexible);
-            }
-            w.empty_tagged_fields_if(flexible);
-        }
+        TopicPartitions::write_all(w, flexible, &self.topics, |w, p| {
+            w.i32(p.partition);
+            w.i32(p.current_leader_epoch.0);
+            w.i32(p.leader_epoch.0);
+        });
         w.empty_tagged_fields_if(flexible);
     }
 
@@ -105,26 +97,13 @@ impl OffsetForLeaderEpochRequest {
         } else {
             DEBUG_REPLICA_ID
         };
-        let n = r.array_len_required(flexible, 3, "offset for leader epoch topics")?;
-        let mut topics = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic = r.string(flexible, "topic")?;
-            let np = r.array_len_required(flexible, 12, "offset for leader epoch partitions")?;
-            let mut partitions = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                let partition = r.i32("partition")?;
-                let current_leader_epoch = LeaderEpoch(r.i32("current_leader_epoch")?);
-                let leader_epoch = LeaderEpoch(r.i32("leader_epoch")?);
-                r.tagged_fields_if(flexible)?;
-                partitions.push(OffsetForLeaderPartition {
-                    partition,
-                    current_leader_epoch,
-                    leader_epoch,
-                });
-            }
-            r.tagged_fields_if(flexible)?;
-            topics.push(OffsetForLeaderTopic { topic, partitions });
-        }
+        let topics = TopicPartitions::read_all(r, flexible, 12, WHAT, |r| {
+            Ok(OffsetForLeaderPartition {
+                partition: r.i32("partition")?,
+                current_leader_epoch: LeaderEpoch(r.i32("current_leader_epoch")?),
+                leader_epoch: LeaderEpoch(r.i32("leader_epoch")?),
+            })
+        })?;
         r.tagged_fields_if(flexible)?;
         Ok(OffsetForLeaderEpochRequest { replica_id, topics })
     }
@@ -142,11 +121,7 @@ pub struct EpochEndOffset {
     pub end_offset: Offset,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetForLeaderTopicResult {
-    pub topic: String,
-    pub partitions: Vec<EpochEndOffset>,
-}
+pub type OffsetForLeaderTopicResult = TopicPartitions<EpochEndOffset>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetForLeaderEpochResponse {
@@ -159,47 +134,26 @@ impl OffsetForLeaderEpochResponse {
     pub fn encode(&self, w: &mut Writer, version: i16) {
         let flexible = assert_version(version);
         w.i32(self.throttle_time_ms);
-        w.array_len(flexible, Some(self.topics.len()));
-        for t in &self.topics {
-            w.string(flexible, &t.topic);
-            w.array_len(flexible, Some(t.partitions.len()));
-            for p in &t.partitions {
-                w.i16(p.error_code);
-                w.i32(p.partition);
-                w.i32(p.leader_epoch.0);
-                w.i64(p.end_offset.0);
-                w.empty_tagged_fields_if(flexible);
-            }
-            w.empty_tagged_fields_if(flexible);
-        }
+        TopicPartitions::write_all(w, flexible, &self.topics, |w, p| {
+            w.i16(p.error_code);
+            w.i32(p.partition);
+            w.i32(p.leader_epoch.0);
+            w.i64(p.end_offset.0);
+        });
         w.empty_tagged_fields_if(flexible);
     }
 
     pub fn decode(r: &mut Reader, version: i16) -> WireResult<OffsetForLeaderEpochResponse> {
         let flexible = check_version(version)?;
         let throttle_time_ms = r.i32("throttle_time_ms")?;
-        let n = r.array_len_required(flexible, 3, "offset for leader epoch topics")?;
-        let mut topics = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic = r.string(flexible, "topic")?;
-            let np = r.array_len_required(flexible, 18, "offset for leader epoch partitions")?;
-            let mut partitions = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                let error_code = r.i16("error_code")?;
-                let partition = r.i32("partition")?;
-                let leader_epoch = LeaderEpoch(r.i32("leader_epoch")?);
-                let end_offset = Offset(r.i64("end_offset")?);
-                r.tagged_fields_if(flexible)?;
-                partitions.push(EpochEndOffset {
-                    error_code,
-                    partition,
-                    leader_epoch,
-                    end_offset,
-                });
-            }
-            r.tagged_fields_if(flexible)?;
-            topics.push(OffsetForLeaderTopicResult { topic, partitions });
-        }
+        let topics = TopicPartitions::read_all(r, flexible, 18, WHAT, |r| {
+            Ok(EpochEndOffset {
+                error_code: r.i16("error_code")?,
+                partition: r.i32("partition")?,
+                leader_epoch: LeaderEpoch(r.i32("leader_epoch")?),
+                end_offset: Offset(r.i64("end_offset")?),
+            })
+        })?;
         r.tagged_fields_if(flexible)?;
         Ok(OffsetForLeaderEpochResponse {
             throttle_time_ms,

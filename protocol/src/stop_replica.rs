@@ -18,7 +18,7 @@ use ferrite_ids::BrokerId;
 use ferrite_ids::ControllerEpoch;
 use ferrite_ids::LeaderEpoch;
 
-use super::wire::{capacity, Reader, WireResult, Writer};
+use super::wire::{Reader, WireResult, Writer};
 
 pub const API_KEY: i16 = 5;
 pub const VERSION: i16 = 3;
@@ -55,18 +55,14 @@ impl StopReplicaRequest {
         w.i32(self.controller_id.0);
         w.i32(self.controller_epoch.0);
         w.i64(self.broker_epoch.0);
-        w.array_len(FLEXIBLE, Some(self.topic_states.len()));
-        for t in &self.topic_states {
+        w.structs(FLEXIBLE, &self.topic_states, |w, t| {
             w.string(FLEXIBLE, &t.topic_name);
-            w.array_len(FLEXIBLE, Some(t.partition_states.len()));
-            for p in &t.partition_states {
+            w.structs(FLEXIBLE, &t.partition_states, |w, p| {
                 w.i32(p.partition_index);
                 w.i32(p.leader_epoch.0);
                 w.bool(p.delete_partition);
-                w.empty_tagged_fields_if(FLEXIBLE);
-            }
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+            });
+        });
         w.empty_tagged_fields_if(FLEXIBLE);
     }
 
@@ -74,29 +70,18 @@ impl StopReplicaRequest {
         let controller_id = BrokerId(r.i32("controller_id")?);
         let controller_epoch = ControllerEpoch(r.i32("controller_epoch")?);
         let broker_epoch = BrokerEpoch(r.i64("broker_epoch")?);
-        let n = r.array_len_required(FLEXIBLE, 3, "stop replica topic states")?;
-        let mut topic_states = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic_name = r.string(FLEXIBLE, "topic_name")?;
-            let np = r.array_len_required(FLEXIBLE, 10, "stop replica partition states")?;
-            let mut partition_states = Vec::with_capacity(capacity(np));
-            for _ in 0..np {
-                let partition_index = r.i32("partition_index")?;
-                let leader_epoch = LeaderEpoch(r.i32("leader_epoch")?);
-                let delete_partition = r.bool("delete_partition")?;
-                r.skip_tagged_fields()?;
-                partition_states.push(StopReplicaPartitionState {
-                    partition_index,
-                    leader_epoch,
-                    delete_partition,
-                });
-            }
-            r.skip_tagged_fields()?;
-            topic_states.push(StopReplicaTopicState {
-                topic_name,
-                partition_states,
-            });
-        }
+        let topic_states = r.structs(FLEXIBLE, 3, "stop replica topic states", |r| {
+            Ok(StopReplicaTopicState {
+                topic_name: r.string(FLEXIBLE, "topic_name")?,
+                partition_states: r.structs(FLEXIBLE, 10, "stop replica partition states", |r| {
+                    Ok(StopReplicaPartitionState {
+                        partition_index: r.i32("partition_index")?,
+                        leader_epoch: LeaderEpoch(r.i32("leader_epoch")?),
+                        delete_partition: r.bool("delete_partition")?,
+                    })
+                })?,
+            })
+        })?;
         r.skip_tagged_fields()?;
         Ok(StopReplicaRequest {
             controller_id,
@@ -123,31 +108,23 @@ pub struct StopReplicaResponse {
 impl StopReplicaResponse {
     pub fn encode(&self, w: &mut Writer) {
         w.i16(self.error_code);
-        w.array_len(FLEXIBLE, Some(self.partition_errors.len()));
-        for p in &self.partition_errors {
+        w.structs(FLEXIBLE, &self.partition_errors, |w, p| {
             w.string(FLEXIBLE, &p.topic_name);
             w.i32(p.partition_index);
             w.i16(p.error_code);
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+        });
         w.empty_tagged_fields_if(FLEXIBLE);
     }
 
     pub fn decode(r: &mut Reader) -> WireResult<StopReplicaResponse> {
         let error_code = r.i16("error_code")?;
-        let n = r.array_len_required(FLEXIBLE, 8, "stop replica partition errors")?;
-        let mut partition_errors = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let topic_name = r.string(FLEXIBLE, "topic_name")?;
-            let partition_index = r.i32("partition_index")?;
-            let error_code = r.i16("error_code")?;
-            r.skip_tagged_fields()?;
-            partition_errors.push(StopReplicaPartitionError {
-                topic_name,
-                partition_index,
-                error_code,
-            });
-        }
+        let partition_errors = r.structs(FLEXIBLE, 8, "stop replica partition errors", |r| {
+            Ok(StopReplicaPartitionError {
+                topic_name: r.string(FLEXIBLE, "topic_name")?,
+                partition_index: r.i32("partition_index")?,
+                error_code: r.i16("error_code")?,
+            })
+        })?;
         r.skip_tagged_fields()?;
         Ok(StopReplicaResponse {
             error_code,

@@ -18,12 +18,11 @@
 //! defined in v7; none are written and unknown ones are skipped.
 
 use ferrite_ids::BrokerEpoch;
+use ferrite_ids::BrokerId;
 use ferrite_ids::ControllerEpoch;
-use ferrite_ids::LeaderEpoch;
-use ferrite_ids::{BrokerId, ZkVersion};
 
-use super::leader_and_isr::{read_broker_ids, read_topic_states, write_broker_ids, write_topic_states, StateHead};
-use super::wire::{capacity, Reader, WireResult, Writer};
+use super::leader_and_isr::{read_broker_ids, write_broker_ids, PartitionStateHead, TopicState};
+use super::wire::{Reader, WireResult, Writer};
 
 pub const API_KEY: i16 = 6;
 pub const VERSION: i16 = 7;
@@ -34,23 +33,12 @@ pub const SECURITY_PROTOCOL_PLAINTEXT: i16 = 0;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpdateMetadataPartitionState {
-    pub partition_index: i32,
-    pub controller_epoch: ControllerEpoch,
-    /// -1: no leader; -2: the topic is being deleted.
-    pub leader: BrokerId,
-    pub leader_epoch: LeaderEpoch,
-    pub isr: Vec<BrokerId>,
-    pub zk_version: ZkVersion,
-    pub replicas: Vec<BrokerId>,
+    /// Its leader is -1 with no leader, -2 while the topic is being deleted.
+    pub head: PartitionStateHead,
     pub offline_replicas: Vec<BrokerId>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UpdateMetadataTopicState {
-    pub topic_name: String,
-    pub topic_id: [u8; 16],
-    pub partition_states: Vec<UpdateMetadataPartitionState>,
-}
+pub type UpdateMetadataTopicState = TopicState<UpdateMetadataPartitionState>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpdateMetadataEndpoint {
@@ -81,38 +69,20 @@ impl UpdateMetadataRequest {
         w.i32(self.controller_id.0);
         w.i32(self.controller_epoch.0);
         w.i64(self.broker_epoch.0);
-        let topics = self.topic_states.iter();
-        write_topic_states(
-            w,
-            topics.map(|t| (&t.topic_name, &t.topic_id, &t.partition_states)),
-            |w, p| {
-                StateHead::write(
-                    w,
-                    p.partition_index,
-                    p.controller_epoch,
-                    p.leader,
-                    p.leader_epoch,
-                    &p.isr,
-                    p.zk_version,
-                    &p.replicas,
-                );
-                write_broker_ids(w, &p.offline_replicas);
-            },
-        );
-        w.array_len(FLEXIBLE, Some(self.live_brokers.len()));
-        for b in &self.live_brokers {
+        TopicState::write_all(w, &self.topic_states, |w, p| {
+            p.head.write(w);
+            write_broker_ids(w, &p.offline_replicas);
+        });
+        w.structs(FLEXIBLE, &self.live_brokers, |w, b| {
             w.i32(b.id.0);
-            w.array_len(FLEXIBLE, Some(b.endpoints.len()));
-            for e in &b.endpoints {
+            w.structs(FLEXIBLE, &b.endpoints, |w, e| {
                 w.i32(e.port);
                 w.string(FLEXIBLE, &e.host);
                 w.string(FLEXIBLE, &e.listener);
                 w.i16(e.security_protocol);
-                w.empty_tagged_fields_if(FLEXIBLE);
-            }
+            });
             w.nullable_string(FLEXIBLE, b.rack.as_deref());
-            w.empty_tagged_fields_if(FLEXIBLE);
-        }
+        });
         w.empty_tagged_fields_if(FLEXIBLE);
     }
 
@@ -122,52 +92,28 @@ impl UpdateMetadataRequest {
         let broker_epoch = BrokerEpoch(r.i64("broker_epoch")?);
         // 5 int32 + 3 arrays + tagged fields.
         let what = ["update metadata topic states", "update metadata partition states"];
-        let topic_states = read_topic_states(r, 24, what, |r| {
-            let head = StateHead::read(r)?;
-            let offline_replicas = read_broker_ids(r, "offline_replicas")?;
+        let topic_states = TopicState::read_all(r, 24, what, |r| {
             Ok(UpdateMetadataPartitionState {
-                partition_index: head.partition_index,
-                controller_epoch: head.controller_epoch,
-                leader: head.leader,
-                leader_epoch: head.leader_epoch,
-                isr: head.isr,
-                zk_version: head.zk_version,
-                replicas: head.replicas,
-                offline_replicas,
+                head: PartitionStateHead::read(r)?,
+                offline_replicas: read_broker_ids(r, "offline_replicas")?,
             })
-        })?
-        .into_iter()
-        .map(|(topic_name, topic_id, partition_states)| UpdateMetadataTopicState {
-            topic_name,
-            topic_id,
-            partition_states,
-        })
-        .collect();
+        })?;
         // id (4) + endpoints (1) + rack (1) + tagged fields (1).
-        let n = r.array_len_required(FLEXIBLE, 7, "live brokers")?;
-        let mut live_brokers = Vec::with_capacity(capacity(n));
-        for _ in 0..n {
-            let id = BrokerId(r.i32("broker id")?);
-            // port (4) + host (1) + listener (1) + protocol (2) + tagged fields (1).
-            let ne = r.array_len_required(FLEXIBLE, 9, "endpoints")?;
-            let mut endpoints = Vec::with_capacity(capacity(ne));
-            for _ in 0..ne {
-                let port = r.i32("port")?;
-                let host = r.string(FLEXIBLE, "host")?;
-                let listener = r.string(FLEXIBLE, "listener")?;
-                let security_protocol = r.i16("security_protocol")?;
-                r.skip_tagged_fields()?;
-                endpoints.push(UpdateMetadataEndpoint {
-                    port,
-                    host,
-                    listener,
-                    security_protocol,
-                });
-            }
-            let rack = r.nullable_string(FLEXIBLE, "rack")?;
-            r.skip_tagged_fields()?;
-            live_brokers.push(UpdateMetadataBroker { id, endpoints, rack });
-        }
+        let live_brokers = r.structs(FLEXIBLE, 7, "live brokers", |r| {
+            Ok(UpdateMetadataBroker {
+                id: BrokerId(r.i32("broker id")?),
+                // port (4) + host (1) + listener (1) + protocol (2) + tagged fields (1).
+                endpoints: r.structs(FLEXIBLE, 9, "endpoints", |r| {
+                    Ok(UpdateMetadataEndpoint {
+                        port: r.i32("port")?,
+                        host: r.string(FLEXIBLE, "host")?,
+                        listener: r.string(FLEXIBLE, "listener")?,
+                        security_protocol: r.i16("security_protocol")?,
+                    })
+                })?,
+                rack: r.nullable_string(FLEXIBLE, "rack")?,
+            })
+        })?;
         r.skip_tagged_fields()?;
         Ok(UpdateMetadataRequest {
             controller_id,
@@ -207,6 +153,7 @@ mod tests {
     };
     use super::super::wire::WireError;
     use super::*;
+    use ferrite_ids::{LeaderEpoch, ZkVersion};
 
     fn sample() -> UpdateMetadataRequest {
         UpdateMetadataRequest {
@@ -217,13 +164,15 @@ mod tests {
                 topic_name: "t".into(),
                 topic_id: [9; 16],
                 partition_states: vec![UpdateMetadataPartitionState {
-                    partition_index: 4,
-                    controller_epoch: ControllerEpoch(2),
-                    leader: BrokerId(-1),
-                    leader_epoch: LeaderEpoch(5),
-                    isr: vec![BrokerId(2)],
-                    zk_version: ZkVersion(6),
-                    replicas: vec![BrokerId(1), BrokerId(2)],
+                    head: PartitionStateHead {
+                        partition_index: 4,
+                        controller_epoch: ControllerEpoch(2),
+                        leader: BrokerId(-1),
+                        leader_epoch: LeaderEpoch(5),
+                        isr: vec![BrokerId(2)],
+                        zk_version: ZkVersion(6),
+                        replicas: vec![BrokerId(1), BrokerId(2)],
+                    },
                     offline_replicas: vec![BrokerId(1)],
                 }],
             }],
@@ -334,13 +283,15 @@ mod tests {
         )
             .prop_map(
                 |(i, ce, leader, le, isr, zk, replicas, offline)| UpdateMetadataPartitionState {
-                    partition_index: i,
-                    controller_epoch: ControllerEpoch(ce),
-                    leader,
-                    leader_epoch: LeaderEpoch(le),
-                    isr,
-                    zk_version: ZkVersion(zk),
-                    replicas,
+                    head: PartitionStateHead {
+                        partition_index: i,
+                        controller_epoch: ControllerEpoch(ce),
+                        leader,
+                        leader_epoch: LeaderEpoch(le),
+                        isr,
+                        zk_version: ZkVersion(zk),
+                        replicas,
+                    },
                     offline_replicas: offline,
                 },
             );

@@ -260,6 +260,27 @@ impl Reader {
         Ok(v)
     }
 
+    /// A non-null array of structs: the count (each element taking at least
+    /// `element_bytes_min`, so a count the bytes left cannot hold is refused
+    /// before anything is allocated), then each element as `read` reads it,
+    /// followed in flexible versions by its tagged fields.
+    #[inline]
+    pub fn structs<T>(
+        &mut self,
+        flexible: bool,
+        element_bytes_min: usize,
+        what: &'static str,
+        mut read: impl FnMut(&mut Reader) -> WireResult<T>,
+    ) -> WireResult<Vec<T>> {
+        let n = self.array_len_required(flexible, element_bytes_min, what)?;
+        let mut v = Vec::with_capacity(capacity(n));
+        for _ in 0..n {
+            v.push(read(self)?);
+            self.tagged_fields_if(flexible)?;
+        }
+        Ok(v)
+    }
+
     /// Skips a tagged-field section (flexible versions). Ferrite reads no
     /// tagged request fields yet; unknown tags are ignored as Kafka requires.
     #[inline]
@@ -471,6 +492,18 @@ impl Writer {
     pub fn empty_tagged_fields_if(&mut self, flexible: bool) {
         if flexible {
             self.unsigned_varint(0);
+        }
+    }
+
+    /// A non-null array of structs in the layout [`Reader::structs`] reads:
+    /// the count, then each element as `write` writes it, followed in flexible
+    /// versions by an empty tagged-field section.
+    #[inline]
+    pub fn structs<T>(&mut self, flexible: bool, items: &[T], mut write: impl FnMut(&mut Writer, &T)) {
+        self.array_len(flexible, Some(items.len()));
+        for item in items {
+            write(self, item);
+            self.empty_tagged_fields_if(flexible);
         }
     }
 }

@@ -194,13 +194,17 @@ fn leave_group_matches_the_oracle() {
 
         let members = vec![
             LeaveMemberResponse {
-                member_id: "m-1".into(),
-                group_instance_id: Some("instance-1".into()),
+                member: LeaveMember {
+                    member_id: "m-1".into(),
+                    group_instance_id: Some("instance-1".into()),
+                },
                 error_code: 0,
             },
             LeaveMemberResponse {
-                member_id: "m-9".into(),
-                group_instance_id: None,
+                member: LeaveMember {
+                    member_id: "m-9".into(),
+                    group_instance_id: None,
+                },
                 error_code: 25, // UNKNOWN_MEMBER_ID
             },
         ];
@@ -211,8 +215,8 @@ fn leave_group_matches_the_oracle() {
         };
         let members = ours.members.iter().map(|m| {
             MemberResponse::default()
-                .with_member_id(s(&m.member_id))
-                .with_group_instance_id(os(&m.group_instance_id))
+                .with_member_id(s(&m.member.member_id))
+                .with_group_instance_id(os(&m.member.group_instance_id))
                 .with_error_code(m.error_code)
         });
         let theirs = km::LeaveGroupResponse::default()

@@ -7,6 +7,7 @@
 
 mod group_oracle_common;
 
+use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
 use group_oracle_common::*;
 
 fn offset_topic_results() -> Vec<OffsetTopicResult> {
@@ -16,11 +17,11 @@ fn offset_topic_results() -> Vec<OffsetTopicResult> {
     };
     vec![
         OffsetTopicResult {
-            name: "orders".into(),
+            topic: "orders".into(),
             partitions: vec![partition(0, 0), partition(3, 3)],
         },
         OffsetTopicResult {
-            name: "été".into(),
+            topic: "été".into(),
             partitions: vec![],
         },
     ]
@@ -32,9 +33,9 @@ fn offset_commit_request_matches_the_oracle() {
     for v in versions::<km::OffsetCommitRequest>(OFFSET_COMMIT_MAX_VERSION) {
         let partition = |partition_index, committed_metadata| OffsetCommitPartition {
             partition_index,
-            committed_offset: 1_000 + i64::from(partition_index),
-            committed_leader_epoch: since(v, 6, 7, UNSET),
-            commit_timestamp: -1,
+            committed_offset: Offset(1_000 + i64::from(partition_index)),
+            committed_leader_epoch: LeaderEpoch(since(v, 6, 7, UNSET)),
+            commit_timestamp: TimestampMs::NONE,
             committed_metadata,
         };
         let ours = OffsetCommitRequest {
@@ -45,11 +46,11 @@ fn offset_commit_request_matches_the_oracle() {
             retention_time_ms: if v <= 4 { 604_800_000 } else { -1 },
             topics: vec![
                 OffsetCommitTopic {
-                    name: "orders".into(),
+                    topic: "orders".into(),
                     partitions: vec![partition(0, Some("meta".into())), partition(3, None)],
                 },
                 OffsetCommitTopic {
-                    name: "t".into(),
+                    topic: "t".into(),
                     partitions: vec![],
                 },
             ],
@@ -58,12 +59,12 @@ fn offset_commit_request_matches_the_oracle() {
             let partitions = t.partitions.iter().map(|p| {
                 OffsetCommitRequestPartition::default()
                     .with_partition_index(p.partition_index)
-                    .with_committed_offset(p.committed_offset)
-                    .with_committed_leader_epoch(p.committed_leader_epoch)
+                    .with_committed_offset(p.committed_offset.0)
+                    .with_committed_leader_epoch(p.committed_leader_epoch.0)
                     .with_committed_metadata(os(&p.committed_metadata))
             });
             OffsetCommitRequestTopic::default()
-                .with_name(tn(&t.name))
+                .with_name(tn(&t.topic))
                 .with_partitions(partitions.collect())
         });
         let theirs = km::OffsetCommitRequest::default()
@@ -92,7 +93,7 @@ fn offset_commit_response_matches_the_oracle() {
                     .with_error_code(p.error_code)
             });
             OffsetCommitResponseTopic::default()
-                .with_name(tn(&t.name))
+                .with_name(tn(&t.topic))
                 .with_partitions(partitions.collect())
         });
         let theirs = km::OffsetCommitResponse::default()
@@ -107,8 +108,8 @@ fn offset_fetch_request_oracle(ours: &OffsetFetchRequest) -> km::OffsetFetchRequ
     let topics = ours.topics.as_ref().map(|topics| {
         let topics = topics.iter().map(|t| {
             OffsetFetchRequestTopic::default()
-                .with_name(tn(&t.name))
-                .with_partition_indexes(t.partition_indexes.clone())
+                .with_name(tn(&t.topic))
+                .with_partition_indexes(t.partitions.clone())
         });
         topics.collect()
     });
@@ -124,13 +125,13 @@ fn offset_fetch_response_oracle(ours: &OffsetFetchResponse) -> km::OffsetFetchRe
         let partitions = t.partitions.iter().map(|p| {
             OffsetFetchResponsePartition::default()
                 .with_partition_index(p.partition_index)
-                .with_committed_offset(p.committed_offset)
-                .with_committed_leader_epoch(p.committed_leader_epoch)
+                .with_committed_offset(p.committed_offset.0)
+                .with_committed_leader_epoch(p.committed_leader_epoch.0)
                 .with_metadata(os(&p.metadata))
                 .with_error_code(p.error_code)
         });
         OffsetFetchResponseTopic::default()
-            .with_name(tn(&t.name))
+            .with_name(tn(&t.topic))
             .with_partitions(partitions.collect())
     });
     km::OffsetFetchResponse::default()
@@ -142,12 +143,12 @@ fn offset_fetch_response_oracle(ours: &OffsetFetchResponse) -> km::OffsetFetchRe
 fn offset_fetch_samples(v: i16) -> (Vec<OffsetFetchRequest>, OffsetFetchResponse) {
     let named = Some(vec![
         OffsetFetchTopic {
-            name: "orders".into(),
-            partition_indexes: vec![0, 3],
+            topic: "orders".into(),
+            partitions: vec![0, 3],
         },
         OffsetFetchTopic {
-            name: "t".into(),
-            partition_indexes: vec![],
+            topic: "t".into(),
+            partitions: vec![],
         },
     ]);
     let all = since(v, 2, vec![None], vec![]);
@@ -156,21 +157,21 @@ fn offset_fetch_samples(v: i16) -> (Vec<OffsetFetchRequest>, OffsetFetchResponse
         topics,
         require_stable: v >= 7,
     });
-    let partition = |partition_index, committed_offset, metadata| OffsetFetchPartitionResult {
+    let partition = |partition_index, committed_offset: i64, metadata| OffsetFetchPartitionResult {
         partition_index,
-        committed_offset,
-        committed_leader_epoch: if committed_offset >= 0 {
+        committed_offset: Offset(committed_offset),
+        committed_leader_epoch: LeaderEpoch(if committed_offset >= 0 {
             since(v, 5, 7, UNSET)
         } else {
             UNSET
-        },
+        }),
         metadata,
         error_code: 0,
     };
     let response = OffsetFetchResponse {
         throttle_time_ms: since(v, 3, 5, 0),
         topics: vec![OffsetFetchTopicResult {
-            name: "orders".into(),
+            topic: "orders".into(),
             partitions: vec![partition(0, 1_000, Some("meta".into())), partition(3, -1, None)],
         }],
         error_code: 0,
@@ -223,11 +224,11 @@ fn offset_delete_matches_the_oracle() {
             group_id: "g".into(),
             topics: vec![
                 OffsetDeleteTopic {
-                    name: "orders".into(),
+                    topic: "orders".into(),
                     partitions: vec![0, 3],
                 },
                 OffsetDeleteTopic {
-                    name: "t".into(),
+                    topic: "t".into(),
                     partitions: vec![],
                 },
             ],
@@ -238,7 +239,7 @@ fn offset_delete_matches_the_oracle() {
                 .iter()
                 .map(|p| OffsetDeleteRequestPartition::default().with_partition_index(*p));
             OffsetDeleteRequestTopic::default()
-                .with_name(tn(&t.name))
+                .with_name(tn(&t.topic))
                 .with_partitions(partitions.collect())
         });
         let theirs = km::OffsetDeleteRequest::default()
@@ -258,7 +259,7 @@ fn offset_delete_matches_the_oracle() {
                     .with_error_code(p.error_code)
             });
             OffsetDeleteResponseTopic::default()
-                .with_name(tn(&t.name))
+                .with_name(tn(&t.topic))
                 .with_partitions(partitions.collect())
         });
         let theirs = km::OffsetDeleteResponse::default()

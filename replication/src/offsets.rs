@@ -9,61 +9,26 @@
 
 use ferrite_engine::types::Offset;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReplicaOffsets {
-    log_start: Offset,
-    hw: Offset,
-    leo: Offset,
+ferrite_ids::ordered_offsets! {
+    pub struct ReplicaOffsets { log_start: "log start", hw: "hw", leo: "log end" }
 }
 
 impl ReplicaOffsets {
-    pub fn new(log_start: Offset, hw: Offset, leo: Offset) -> ReplicaOffsets {
-        let mut o = ReplicaOffsets {
-            log_start,
-            hw: log_start,
-            leo,
-        };
-        o.set(log_start, hw, leo);
-        o
-    }
-
-    /// The one place the offsets change.
-    pub fn set(&mut self, log_start: Offset, hw: Offset, leo: Offset) {
-        assert!(log_start.0 >= 0, "negative log start {log_start}");
-        assert!(log_start <= hw, "log start {log_start} above hw {hw}");
-        assert!(hw <= leo, "hw {hw} above log end {leo}");
-        self.log_start = log_start;
-        self.hw = hw;
-        self.leo = leo;
-    }
-
-    pub fn log_start(&self) -> Offset {
-        self.log_start
-    }
-
-    pub fn hw(&self) -> Offset {
-        self.hw
-    }
-
-    pub fn leo(&self) -> Offset {
-        self.leo
-    }
-
     /// The log end moved (an append, or a truncation): the HW follows it down.
     pub fn set_leo(&mut self, leo: Offset) {
-        let log_start = self.log_start.min(leo);
-        self.set(log_start, self.hw.min(leo).max(log_start), leo);
+        let log_start = self.log_start().min(leo);
+        self.set(log_start, self.hw().min(leo).max(log_start), leo);
     }
 
     /// Sets the HW, clamped into `[log_start, leo]`.
     pub fn set_hw_clamped(&mut self, hw: Offset) {
-        self.set(self.log_start, hw.max(self.log_start).min(self.leo), self.leo);
+        self.set(self.log_start(), hw.max(self.log_start()).min(self.leo()), self.leo());
     }
 
     /// The log start moved up (retention); the HW is at least the log start.
     pub fn set_log_start(&mut self, log_start: Offset) {
-        let leo = self.leo.max(log_start);
-        self.set(log_start, self.hw.max(log_start), leo);
+        let leo = self.leo().max(log_start);
+        self.set(log_start, self.hw().max(log_start), leo);
     }
 }
 

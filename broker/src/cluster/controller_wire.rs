@@ -36,8 +36,8 @@ use ferrite_protocol::controller_rpc::{ControlHeader, ControllerRpc, LISTENER_NA
 
 use ferrite_protocol::controlled_shutdown::{ControlledShutdownResponse, RemainingPartition};
 use ferrite_protocol::leader_and_isr::{
-    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrRequest, LeaderAndIsrTopicState, RequestType,
-    LEADER_DURING_DELETE, NO_LEADER,
+    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrRequest, PartitionStateHead, RequestType,
+    TopicState, LEADER_DURING_DELETE, NO_LEADER,
 };
 use ferrite_protocol::stop_replica::{self, StopReplicaPartitionState, StopReplicaRequest, StopReplicaTopicState};
 use ferrite_protocol::update_metadata::{
@@ -119,39 +119,62 @@ fn port(broker: BrokerId, port: i32) -> Result<u16, ConversionError> {
     u16::try_from(port).map_err(|_| ConversionError::InvalidPort { broker, port })
 }
 
+/// The partitions as topic states, by runs of the same topic; `state`
+/// makes one partition's state.
+fn topic_states<P>(partitions: &[PartitionInfo], state: impl Fn(&PartitionInfo) -> P) -> Vec<TopicState<P>> {
+    runs(partitions, |p| (p.partition.topic.clone(), p.topic_id))
+        .into_iter()
+        .map(|run| TopicState {
+            topic_name: run[0].partition.topic.clone(),
+            topic_id: run[0].topic_id,
+            partition_states: run.iter().map(&state).collect(),
+        })
+        .collect()
+}
+
+/// The fields both requests' partition states begin with.
+fn state_head(p: &PartitionInfo, header: ControlHeader) -> PartitionStateHead {
+    PartitionStateHead {
+        partition_index: p.partition.partition,
+        controller_epoch: header.controller_epoch,
+        leader: wire_leader(p.leader),
+        leader_epoch: p.leader_epoch,
+        isr: p.isr.clone(),
+        zk_version: p.zk_version,
+        replicas: p.replicas.clone(),
+    }
+}
+
+/// The partition a decoded state describes (its controller epoch dropped).
+fn partition_info(topic: &TopicState<impl Sized>, head: &PartitionStateHead) -> Result<PartitionInfo, ConversionError> {
+    let tp = TopicPartition::new(topic.topic_name.clone(), head.partition_index);
+    Ok(PartitionInfo {
+        leader: controller_leader(&tp, head.leader)?,
+        partition: tp,
+        topic_id: topic.topic_id,
+        leader_epoch: head.leader_epoch,
+        isr: head.isr.clone(),
+        replicas: head.replicas.clone(),
+        zk_version: head.zk_version,
+    })
+}
+
 pub fn leader_and_isr_to_wire(
     partitions: &[PartitionInfo],
     leaders: &[BrokerMeta],
     header: ControlHeader,
 ) -> LeaderAndIsrRequest {
-    let topic_states = runs(partitions, |p| (p.partition.topic.clone(), p.topic_id))
-        .into_iter()
-        .map(|run| LeaderAndIsrTopicState {
-            topic_name: run[0].partition.topic.clone(),
-            topic_id: run[0].topic_id,
-            partition_states: run
-                .iter()
-                .map(|p| LeaderAndIsrPartitionState {
-                    partition_index: p.partition.partition,
-                    controller_epoch: header.controller_epoch,
-                    leader: wire_leader(p.leader),
-                    leader_epoch: p.leader_epoch,
-                    isr: p.isr.clone(),
-                    zk_version: p.zk_version,
-                    replicas: p.replicas.clone(),
-                    adding_replicas: Vec::new(),
-                    removing_replicas: Vec::new(),
-                    is_new: false,
-                })
-                .collect(),
-        })
-        .collect();
     LeaderAndIsrRequest {
         controller_id: header.controller_id,
         controller_epoch: header.controller_epoch,
         broker_epoch: header.broker_epoch,
         request_type: RequestType::Incremental,
-        topic_states,
+        topic_states: topic_states(partitions, |p| LeaderAndIsrPartitionState {
+            head: state_head(p, header),
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
+            is_new: false,
+        }),
         live_leaders: leaders
             .iter()
             .map(|b| LeaderAndIsrLiveLeader {
@@ -167,16 +190,7 @@ pub fn leader_and_isr_to_controller(r: &LeaderAndIsrRequest) -> Result<Controlle
     let mut partitions = Vec::new();
     for t in &r.topic_states {
         for p in &t.partition_states {
-            let tp = TopicPartition::new(t.topic_name.clone(), p.partition_index);
-            partitions.push(PartitionInfo {
-                leader: controller_leader(&tp, p.leader)?,
-                partition: tp,
-                topic_id: t.topic_id,
-                leader_epoch: p.leader_epoch,
-                isr: p.isr.clone(),
-                replicas: p.replicas.clone(),
-                zk_version: p.zk_version,
-            });
+            partitions.push(partition_info(t, &p.head)?);
         }
     }
     let leaders = r
@@ -201,26 +215,10 @@ pub fn update_metadata_to_wire(
     header: ControlHeader,
 ) -> UpdateMetadataRequest {
     let live = |id: &BrokerId| brokers.iter().any(|b| b.id == *id);
-    let mut topic_states: Vec<UpdateMetadataTopicState> = runs(partitions, |p| (p.partition.topic.clone(), p.topic_id))
-        .into_iter()
-        .map(|run| UpdateMetadataTopicState {
-            topic_name: run[0].partition.topic.clone(),
-            topic_id: run[0].topic_id,
-            partition_states: run
-                .iter()
-                .map(|p| UpdateMetadataPartitionState {
-                    partition_index: p.partition.partition,
-                    controller_epoch: header.controller_epoch,
-                    leader: wire_leader(p.leader),
-                    leader_epoch: p.leader_epoch,
-                    isr: p.isr.clone(),
-                    zk_version: p.zk_version,
-                    replicas: p.replicas.clone(),
-                    offline_replicas: p.replicas.iter().copied().filter(|r| !live(r)).collect(),
-                })
-                .collect(),
-        })
-        .collect();
+    let mut topic_states = topic_states(partitions, |p| UpdateMetadataPartitionState {
+        head: state_head(p, header),
+        offline_replicas: p.replicas.iter().copied().filter(|r| !live(r)).collect(),
+    });
     topic_states.extend(deleted_topics.iter().map(|t| UpdateMetadataTopicState {
         topic_name: t.clone(),
         topic_id: [0; 16],
@@ -256,22 +254,13 @@ pub fn update_metadata_to_controller(r: &UpdateMetadataRequest) -> Result<Contro
             continue;
         }
         for p in &t.partition_states {
-            let tp = TopicPartition::new(t.topic_name.clone(), p.partition_index);
-            if p.leader == LEADER_DURING_DELETE {
+            if p.head.leader == LEADER_DURING_DELETE {
                 if !deleted_topics.contains(&t.topic_name) {
                     deleted_topics.push(t.topic_name.clone());
                 }
                 continue;
             }
-            partitions.push(PartitionInfo {
-                leader: controller_leader(&tp, p.leader)?,
-                partition: tp,
-                topic_id: t.topic_id,
-                leader_epoch: p.leader_epoch,
-                isr: p.isr.clone(),
-                replicas: p.replicas.clone(),
-                zk_version: p.zk_version,
-            });
+            partitions.push(partition_info(t, &p.head)?);
         }
     }
     let brokers = r
@@ -427,8 +416,8 @@ mod tests {
         let ControllerRpc::LeaderAndIsr(w) = rpc else { panic!() };
         assert_eq!(w.topic_states.len(), 2);
         let p = &w.topic_states[0].partition_states[1];
-        assert_eq!(p.leader, BrokerId(-1), "no leader is -1 on the wire");
-        assert_eq!(p.controller_epoch, HEADER.controller_epoch);
+        assert_eq!(p.head.leader, BrokerId(-1), "no leader is -1 on the wire");
+        assert_eq!(p.head.controller_epoch, HEADER.controller_epoch);
         assert_eq!(w.topic_states[1].topic_id, [2; 16]);
         assert_eq!(w.live_leaders[1].port, 9094);
     }
@@ -458,7 +447,7 @@ mod tests {
     #[test]
     fn kafka_style_deletion_is_understood() {
         let mut w = update_metadata_to_wire(&[broker(1, None)], &[info("a", 0, Some(1))], &[], HEADER);
-        w.topic_states[0].partition_states[0].leader = LEADER_DURING_DELETE;
+        w.topic_states[0].partition_states[0].head.leader = LEADER_DURING_DELETE;
         let ControllerRequest::UpdateMetadata {
             partitions,
             deleted_topics,
@@ -504,12 +493,12 @@ mod tests {
         assert_eq!(stop_replica_to_controller(&w), Err(ConversionError::MixedDelete));
 
         let mut w = leader_and_isr_to_wire(&[info("a", 0, Some(1))], &[broker(1, None)], HEADER);
-        w.topic_states[0].partition_states[0].leader = BrokerId(-5);
+        w.topic_states[0].partition_states[0].head.leader = BrokerId(-5);
         assert!(matches!(
             leader_and_isr_to_controller(&w),
             Err(ConversionError::InvalidLeader { leader: -5, .. })
         ));
-        w.topic_states[0].partition_states[0].leader = BrokerId(1);
+        w.topic_states[0].partition_states[0].head.leader = BrokerId(1);
         w.live_leaders[0].port = 70000;
         assert!(matches!(
             leader_and_isr_to_controller(&w),

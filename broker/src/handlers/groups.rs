@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use ferrite_controller::producer_ids::ProducerIdBlock;
 use ferrite_controller::ControllerError;
-use ferrite_ids::{ProducerId, ShardId};
+use ferrite_ids::{LeaderEpoch, Offset, ProducerId, ShardId};
 
 use crate::cluster::ClusterRequest;
 use crate::error_map;
@@ -25,6 +25,7 @@ use ferrite_protocol::group_membership as gm;
 use ferrite_protocol::group_offsets as go;
 use ferrite_protocol::groups_admin as ga;
 use ferrite_protocol::response::ResponseBuilder;
+use ferrite_protocol::topic_partitions::TopicPartitions;
 
 /// JoinGroup v4+ gives a new member its id first (KIP-394).
 const MEMBER_ID_REQUIRED_FROM: i16 = 4;
@@ -270,8 +271,10 @@ pub async fn leave_group(shard: &Rc<BrokerShard>, req: gm::LeaveGroupRequest, v:
                 .into_iter()
                 .zip(per_member)
                 .map(|((member_id, group_instance_id), r)| gm::LeaveMemberResponse {
-                    member_id,
-                    group_instance_id,
+                    member: gm::LeaveMember {
+                        member_id,
+                        group_instance_id,
+                    },
                     error_code: result_code(&r),
                 })
                 .collect()
@@ -284,21 +287,13 @@ pub async fn leave_group(shard: &Rc<BrokerShard>, req: gm::LeaveGroupRequest, v:
 
 /// Per-topic results in request order, from (topic, partition, result).
 fn by_topic(results: Vec<(String, i32, Result<(), GroupError>)>) -> Vec<go::OffsetTopicResult> {
-    let mut out: Vec<go::OffsetTopicResult> = Vec::new();
-    for (topic, partition, r) in results {
+    TopicPartitions::from_runs(results.into_iter().map(|(topic, partition, r)| {
         let entry = go::OffsetPartitionResult {
             partition_index: partition,
             error_code: result_code(&r),
         };
-        match out.last_mut() {
-            Some(t) if t.name == topic => t.partitions.push(entry),
-            _ => out.push(go::OffsetTopicResult {
-                name: topic,
-                partitions: vec![entry],
-            }),
-        }
-    }
-    out
+        (topic, entry)
+    }))
 }
 
 fn all_failed(topics: &[(String, Vec<i32>)], e: GroupError) -> Vec<(String, i32, Result<(), GroupError>)> {
@@ -312,18 +307,23 @@ pub async fn offset_commit(shard: &Rc<BrokerShard>, req: go::OffsetCommitRequest
     let asked: Vec<(String, Vec<i32>)> = req
         .topics
         .iter()
-        .map(|t| (t.name.clone(), t.partitions.iter().map(|p| p.partition_index).collect()))
+        .map(|t| {
+            (
+                t.topic.clone(),
+                t.partitions.iter().map(|p| p.partition_index).collect(),
+            )
+        })
         .collect();
     let entries: Vec<CommitEntry> = req
         .topics
         .into_iter()
         .flat_map(|t| {
-            let name = t.name;
+            let topic = t.topic;
             t.partitions.into_iter().map(move |p| CommitEntry {
-                topic: name.clone(),
+                topic: topic.clone(),
                 partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
+                offset: p.committed_offset.0,
+                leader_epoch: p.committed_leader_epoch.0,
                 metadata: p.committed_metadata,
             })
         })
@@ -350,7 +350,7 @@ pub async fn offset_commit(shard: &Rc<BrokerShard>, req: go::OffsetCommitRequest
 pub async fn offset_fetch(shard: &Rc<BrokerShard>, req: go::OffsetFetchRequest, v: i16, b: &mut ResponseBuilder) {
     let wanted: Option<Vec<(String, Vec<i32>)>> = req
         .topics
-        .map(|ts| ts.into_iter().map(|t| (t.name, t.partition_indexes)).collect());
+        .map(|ts| ts.into_iter().map(|t| (t.topic, t.partitions)).collect());
     let asked = wanted.clone();
     let group = req.group_id.clone();
     let result = on_coordinator(shard, &req.group_id, move |s| async move {
@@ -369,24 +369,17 @@ pub async fn offset_fetch(shard: &Rc<BrokerShard>, req: go::OffsetFetchRequest, 
             (code, none.collect())
         }
     };
-    let mut topics: Vec<go::OffsetFetchTopicResult> = Vec::new();
-    for (topic, partition, o) in found {
+    let topics = TopicPartitions::from_runs(found.into_iter().map(|(topic, partition, o)| {
         let entry = go::OffsetFetchPartitionResult {
             partition_index: partition,
-            committed_offset: o.as_ref().map(|o| o.offset).unwrap_or(-1),
-            committed_leader_epoch: o.as_ref().map(|o| o.leader_epoch).unwrap_or(-1),
+            committed_offset: o.as_ref().map_or(Offset::NONE, |o| Offset(o.offset)),
+            committed_leader_epoch: o.as_ref().map_or(LeaderEpoch::NONE, |o| LeaderEpoch(o.leader_epoch)),
             metadata: Some(o.map(|o| o.metadata).unwrap_or_default()),
             // Below v2 there is no group-level error: each partition has it.
             error_code: if v < 2 { error } else { 0 },
         };
-        match topics.last_mut() {
-            Some(t) if t.name == topic => t.partitions.push(entry),
-            _ => topics.push(go::OffsetFetchTopicResult {
-                name: topic,
-                partitions: vec![entry],
-            }),
-        }
-    }
+        (topic, entry)
+    }));
     go::OffsetFetchResponse {
         throttle_time_ms: 0,
         topics,
@@ -399,7 +392,7 @@ pub async fn offset_delete(shard: &Rc<BrokerShard>, req: go::OffsetDeleteRequest
     let asked: Vec<(String, Vec<i32>)> = req
         .topics
         .iter()
-        .map(|t| (t.name.clone(), t.partitions.clone()))
+        .map(|t| (t.topic.clone(), t.partitions.clone()))
         .collect();
     let partitions: Vec<(String, i32)> = asked
         .iter()

@@ -18,8 +18,10 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use crate::{codec, ClientError, RESPONSE_BYTES_MAX};
+use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
 use ferrite_protocol::group_membership as gm;
 use ferrite_protocol::group_offsets as go;
+use ferrite_protocol::topic_partitions::TopicPartitions;
 use ferrite_protocol::wire::{Reader, WireResult, Writer};
 
 pub use super::member_error::{is_coordinator_error, MemberError, RetryPolicy, TopicPartition};
@@ -249,6 +251,27 @@ impl CoordinatorClient {
 
     /// One request to the coordinator; a transport failure drops the
     /// connection.
+    /// An offsets API call through [`Self::retrying`]: a coordinator error
+    /// among the response's `codes` finds the coordinator again and retries.
+    fn offsets_call<T>(
+        &mut self,
+        api: &'static str,
+        key: i16,
+        version: i16,
+        body: impl Fn(&mut Writer),
+        decode: impl Fn(&mut Reader) -> WireResult<T>,
+        codes: impl Fn(&T) -> Vec<i16>,
+    ) -> Result<T, MemberError> {
+        let timeout = self.request_timeout;
+        self.retrying(api, |c| {
+            let resp = c.call(key, version, timeout, &body, &decode)?;
+            if let Some(code) = codes(&resp).into_iter().find(|e| is_coordinator_error(*e)) {
+                return Err(c.kafka(api, code));
+            }
+            Ok(resp)
+        })
+    }
+
     fn call<T>(
         &mut self,
         key: i16,
@@ -380,29 +403,19 @@ impl CoordinatorClient {
             retention_time_ms: -1,
             topics: commit_topics(offsets),
         };
-        let timeout = self.request_timeout;
-        let resp = self.retrying("OffsetCommit", |c| {
-            let resp = c.call(
-                go::OFFSET_COMMIT_KEY,
-                OFFSET_COMMIT_V,
-                timeout,
-                |w| req.encode(w, OFFSET_COMMIT_V),
-                |r| go::OffsetCommitResponse::decode(r, OFFSET_COMMIT_V),
-            )?;
-            let codes = resp
-                .topics
-                .iter()
-                .flat_map(|t| t.partitions.iter().map(|p| p.error_code));
-            if let Some(code) = codes.clone().find(|e| is_coordinator_error(*e)) {
-                return Err(c.kafka("OffsetCommit", code));
-            }
-            Ok(resp)
-        })?;
+        let resp = self.offsets_call(
+            "OffsetCommit",
+            go::OFFSET_COMMIT_KEY,
+            OFFSET_COMMIT_V,
+            |w| req.encode(w, OFFSET_COMMIT_V),
+            |r| go::OffsetCommitResponse::decode(r, OFFSET_COMMIT_V),
+            |resp| partition_codes(&resp.topics, |p| p.error_code),
+        )?;
         for t in &resp.topics {
             if let Some(p) = t.partitions.iter().find(|p| p.error_code != 0) {
                 return Err(MemberError::Kafka {
                     api: "OffsetCommit",
-                    context: format!("group {}, {}-{}", self.group, t.name, p.partition_index),
+                    context: format!("group {}, {}-{}", self.group, t.topic, p.partition_index),
                     code: p.error_code,
                 });
             }
@@ -425,35 +438,26 @@ impl CoordinatorClient {
             topics: Some(
                 topics
                     .into_iter()
-                    .map(|(name, partition_indexes)| go::OffsetFetchTopic {
-                        name: name.to_string(),
-                        partition_indexes,
+                    .map(|(topic, partitions)| go::OffsetFetchTopic {
+                        topic: topic.to_string(),
+                        partitions,
                     })
                     .collect(),
             ),
             require_stable: false,
         };
-        let timeout = self.request_timeout;
-        let resp = self.retrying("OffsetFetch", |c| {
-            let resp = c.call(
-                go::OFFSET_FETCH_KEY,
-                OFFSET_FETCH_V,
-                timeout,
-                |w| req.encode(w, OFFSET_FETCH_V),
-                |r| go::OffsetFetchResponse::decode(r, OFFSET_FETCH_V),
-            )?;
-            let codes = resp
-                .topics
-                .iter()
-                .flat_map(|t| t.partitions.iter().map(|p| p.error_code));
-            let code = std::iter::once(resp.error_code)
-                .chain(codes)
-                .find(|e| is_coordinator_error(*e));
-            if let Some(code) = code {
-                return Err(c.kafka("OffsetFetch", code));
-            }
-            Ok(resp)
-        })?;
+        let resp = self.offsets_call(
+            "OffsetFetch",
+            go::OFFSET_FETCH_KEY,
+            OFFSET_FETCH_V,
+            |w| req.encode(w, OFFSET_FETCH_V),
+            |r| go::OffsetFetchResponse::decode(r, OFFSET_FETCH_V),
+            |resp| {
+                let mut codes = partition_codes(&resp.topics, |p| p.error_code);
+                codes.push(resp.error_code);
+                codes
+            },
+        )?;
         fetched_offsets(&self.group, resp)
     }
 
@@ -485,21 +489,26 @@ impl CoordinatorClient {
     }
 }
 
+/// Every partition's error code in `topics`.
+fn partition_codes<P>(topics: &[TopicPartitions<P>], code: impl Fn(&P) -> i16) -> Vec<i16> {
+    topics.iter().flat_map(|t| t.partitions.iter().map(&code)).collect()
+}
+
 fn commit_topics(offsets: &[(String, i32, i64)]) -> Vec<go::OffsetCommitTopic> {
     let mut topics: BTreeMap<&str, Vec<go::OffsetCommitPartition>> = BTreeMap::new();
     for (t, p, offset) in offsets {
         topics.entry(t.as_str()).or_default().push(go::OffsetCommitPartition {
             partition_index: *p,
-            committed_offset: *offset,
-            committed_leader_epoch: go::UNSET,
-            commit_timestamp: -1,
+            committed_offset: Offset(*offset),
+            committed_leader_epoch: LeaderEpoch::NONE,
+            commit_timestamp: TimestampMs::NONE,
             committed_metadata: None,
         });
     }
     topics
         .into_iter()
-        .map(|(name, partitions)| go::OffsetCommitTopic {
-            name: name.to_string(),
+        .map(|(topic, partitions)| go::OffsetCommitTopic {
+            topic: topic.to_string(),
             partitions,
         })
         .collect()
@@ -520,12 +529,12 @@ fn fetched_offsets(group: &str, resp: go::OffsetFetchResponse) -> Result<BTreeMa
             if p.error_code != 0 {
                 return Err(MemberError::Kafka {
                     api: "OffsetFetch",
-                    context: context(format!(", {}-{}", t.name, p.partition_index)),
+                    context: context(format!(", {}-{}", t.topic, p.partition_index)),
                     code: p.error_code,
                 });
             }
-            if p.committed_offset >= 0 {
-                out.insert((t.name.clone(), p.partition_index), p.committed_offset);
+            if p.committed_offset.0 >= 0 {
+                out.insert((t.topic.clone(), p.partition_index), p.committed_offset.0);
             }
         }
     }
@@ -544,12 +553,12 @@ mod tests {
             ("b".to_string(), 0, 4),
         ];
         let topics = commit_topics(&offsets);
-        let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = topics.iter().map(|t| t.topic.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         let b: Vec<(i32, i64)> = topics[1]
             .partitions
             .iter()
-            .map(|p| (p.partition_index, p.committed_offset))
+            .map(|p| (p.partition_index, p.committed_offset.0))
             .collect();
         assert_eq!(b, [(1, 5), (0, 4)]);
     }
@@ -558,15 +567,15 @@ mod tests {
     fn fetched_offsets_skip_uncommitted_and_report_errors() {
         let part = |partition_index, committed_offset, error_code| go::OffsetFetchPartitionResult {
             partition_index,
-            committed_offset,
-            committed_leader_epoch: -1,
+            committed_offset: Offset(committed_offset),
+            committed_leader_epoch: LeaderEpoch::NONE,
             metadata: None,
             error_code,
         };
         let resp = |parts, error_code| go::OffsetFetchResponse {
             throttle_time_ms: 0,
             topics: vec![go::OffsetFetchTopicResult {
-                name: "t".into(),
+                topic: "t".into(),
                 partitions: parts,
             }],
             error_code,
