@@ -20,6 +20,9 @@ df -h . | tail -n 1
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+# The fault suite (chaos/) cuts nodes apart with nftables in its own
+# network namespace.
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

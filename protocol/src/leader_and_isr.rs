@@ -296,7 +296,7 @@ impl LeaderAndIsrResponse {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -465,35 +465,29 @@ mod tests {
         ));
     }
 
+    /// Any partition state head (shared with UpdateMetadata's tests).
+    pub(crate) fn state_head() -> impl Strategy<Value = PartitionStateHead> {
+        let ids = (any::<i32>(), any::<i32>(), broker_id(), any::<i32>(), any::<i32>());
+        (ids, broker_ids(), broker_ids()).prop_map(|((i, ce, leader, le, zk), isr, replicas)| PartitionStateHead {
+            partition_index: i,
+            controller_epoch: ControllerEpoch(ce),
+            leader,
+            leader_epoch: LeaderEpoch(le),
+            isr,
+            zk_version: ZkVersion(zk),
+            replicas,
+        })
+    }
+
     fn partition_state() -> impl Strategy<Value = LeaderAndIsrPartitionState> {
-        (
-            any::<i32>(),
-            any::<i32>(),
-            broker_id(),
-            any::<i32>(),
-            broker_ids(),
-            any::<i32>(),
-            broker_ids(),
-            broker_ids(),
-            broker_ids(),
-            any::<bool>(),
-        )
-            .prop_map(|(i, ce, leader, le, isr, zk, replicas, adding, removing, is_new)| {
-                LeaderAndIsrPartitionState {
-                    head: PartitionStateHead {
-                        partition_index: i,
-                        controller_epoch: ControllerEpoch(ce),
-                        leader,
-                        leader_epoch: LeaderEpoch(le),
-                        isr,
-                        zk_version: ZkVersion(zk),
-                        replicas,
-                    },
-                    adding_replicas: adding,
-                    removing_replicas: removing,
-                    is_new,
-                }
-            })
+        (state_head(), broker_ids(), broker_ids(), any::<bool>()).prop_map(|(head, adding, removing, is_new)| {
+            LeaderAndIsrPartitionState {
+                head,
+                adding_replicas: adding,
+                removing_replicas: removing,
+                is_new,
+            }
+        })
     }
 
     fn request() -> impl Strategy<Value = LeaderAndIsrRequest> {

@@ -151,6 +151,7 @@ mod tests {
     use super::super::codec_testing::{
         broker_id, broker_ids, every_prefix_fails, huge_compact_count, name, round_trip,
     };
+    use super::super::leader_and_isr::tests::state_head;
     use super::super::wire::WireError;
     use super::*;
     use ferrite_ids::{LeaderEpoch, ZkVersion};
@@ -271,30 +272,10 @@ mod tests {
     }
 
     fn request() -> impl Strategy<Value = UpdateMetadataRequest> {
-        let partition = (
-            any::<i32>(),
-            any::<i32>(),
-            broker_id(),
-            any::<i32>(),
-            broker_ids(),
-            any::<i32>(),
-            broker_ids(),
-            broker_ids(),
-        )
-            .prop_map(
-                |(i, ce, leader, le, isr, zk, replicas, offline)| UpdateMetadataPartitionState {
-                    head: PartitionStateHead {
-                        partition_index: i,
-                        controller_epoch: ControllerEpoch(ce),
-                        leader,
-                        leader_epoch: LeaderEpoch(le),
-                        isr,
-                        zk_version: ZkVersion(zk),
-                        replicas,
-                    },
-                    offline_replicas: offline,
-                },
-            );
+        let partition = (state_head(), broker_ids()).prop_map(|(head, offline)| UpdateMetadataPartitionState {
+            head,
+            offline_replicas: offline,
+        });
         let topic = (name(), any::<[u8; 16]>(), prop::collection::vec(partition, 0..3)).prop_map(
             |(topic_name, topic_id, partition_states)| UpdateMetadataTopicState {
                 topic_name,

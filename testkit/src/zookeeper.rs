@@ -7,7 +7,8 @@
 //! it (SIGKILL) and removes its directory. Nothing else is touched.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,39 +36,77 @@ fn require_installed() {
     );
 }
 
+/// Where a server listens: its address (127.0.0.0/8), its client port and
+/// its quorum and election ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZkPlace {
+    pub host: Ipv4Addr,
+    pub client_port: u16,
+    pub quorum_port: u16,
+    pub election_port: u16,
+}
+
+impl ZkPlace {
+    /// On 127.0.0.1, at free ports.
+    pub fn free() -> ZkPlace {
+        ZkPlace {
+            host: Ipv4Addr::LOCALHOST,
+            client_port: free_port(),
+            quorum_port: free_port(),
+            election_port: free_port(),
+        }
+    }
+}
+
 /// One server of a standalone setup or an ensemble.
 pub struct ZkServer {
+    pub host: Ipv4Addr,
     pub client_port: u16,
     pub dir: tempfile::TempDir,
     config: PathBuf,
     child: Option<Child>,
+    /// The user the server runs as (its files are chowned to it); `None`:
+    /// the test's own.
+    uid: Option<u32>,
 }
 
 impl ZkServer {
-    fn configure(myid: Option<usize>, peers: &[(u16, u16)], client_port: u16) -> ZkServer {
+    fn configure(myid: Option<usize>, peers: &[ZkPlace], place: ZkPlace, uid: Option<u32>) -> ZkServer {
         require_installed();
+        let client_port = place.client_port;
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data).expect("data dir");
         let mut cfg = format!(
             "tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={client_port}\n\
-             clientPortAddress=127.0.0.1\nadmin.enableServer=false\nminSessionTimeout=1000\n\
+             clientPortAddress={}\nadmin.enableServer=false\nminSessionTimeout=1000\n\
              maxSessionTimeout=60000\n4lw.commands.whitelist=ruok,srvr\n",
-            data.display()
+            data.display(),
+            place.host
         );
         if let Some(id) = myid {
             std::fs::write(data.join("myid"), format!("{id}\n")).expect("myid");
-            for (i, (quorum, election)) in peers.iter().enumerate() {
-                cfg.push_str(&format!("server.{}=127.0.0.1:{quorum}:{election}\n", i + 1));
+            for (i, p) in peers.iter().enumerate() {
+                let (host, quorum, election) = (p.host, p.quorum_port, p.election_port);
+                cfg.push_str(&format!("server.{}={host}:{quorum}:{election}\n", i + 1));
             }
         }
         let config = dir.path().join("zoo.cfg");
         std::fs::write(&config, cfg).expect("zoo.cfg");
+        if let Some(uid) = uid {
+            for p in [dir.path(), &data, &data.join("myid"), &config] {
+                if p.exists() {
+                    std::os::unix::fs::chown(p, Some(uid), Some(uid)).expect("chown");
+                }
+            }
+        }
         ZkServer {
+            host: place.host,
             client_port,
             dir,
             config,
             child: None,
+            uid,
         }
     }
 
@@ -80,7 +119,11 @@ impl ZkServer {
             classpath.push(':');
             classpath.push_str(SLF4J_SIMPLE_JAR);
         }
-        let child = Command::new("java")
+        let mut command = Command::new("java");
+        if let Some(uid) = self.uid {
+            command.uid(uid).gid(uid);
+        }
+        let child = command
             .args([
                 "-Xmx256m",
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -110,8 +153,13 @@ impl ZkServer {
         self.child.is_some()
     }
 
+    /// The server process's id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.client_port))
+        SocketAddr::from((self.host, self.client_port))
     }
 
     /// Whether the server answers `srvr` as a leader, follower or standalone
@@ -159,7 +207,7 @@ pub struct ZooKeeper {
 impl ZooKeeper {
     /// One standalone server, serving when this returns.
     pub fn standalone() -> ZooKeeper {
-        let mut server = ZkServer::configure(None, &[], free_port());
+        let mut server = ZkServer::configure(None, &[], ZkPlace::free(), None);
         server.start();
         let zk = ZooKeeper { servers: vec![server] };
         zk.wait_serving(1);
@@ -168,15 +216,22 @@ impl ZooKeeper {
 
     /// An ensemble of three servers, with a quorum when this returns.
     pub fn ensemble() -> ZooKeeper {
-        let peers: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
-        let mut servers: Vec<ZkServer> = (0..3)
-            .map(|i| ZkServer::configure(Some(i + 1), &peers, free_port()))
+        let places: Vec<ZkPlace> = (0..3).map(|_| ZkPlace::free()).collect();
+        ZooKeeper::ensemble_at(&places, &[None, None, None])
+    }
+
+    /// An ensemble of one server at each of `places`, server i running as
+    /// `uids[i]`, with a quorum when this returns.
+    pub fn ensemble_at(places: &[ZkPlace], uids: &[Option<u32>]) -> ZooKeeper {
+        assert_eq!(places.len(), uids.len(), "one user per server");
+        let mut servers: Vec<ZkServer> = (0..places.len())
+            .map(|i| ZkServer::configure(Some(i + 1), places, places[i], uids[i]))
             .collect();
         for s in &mut servers {
             s.start();
         }
         let zk = ZooKeeper { servers };
-        zk.wait_serving(3);
+        zk.wait_serving(places.len());
         zk
     }
 
@@ -185,7 +240,7 @@ impl ZooKeeper {
         let addrs: Vec<String> = self
             .servers
             .iter()
-            .map(|s| format!("127.0.0.1:{}", s.client_port))
+            .map(|s| format!("{}:{}", s.host, s.client_port))
             .collect();
         addrs.join(",")
     }

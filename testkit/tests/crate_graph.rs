@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 /// controller) and the wire's (ids ← protocol ← client) side by side, the broker on
 /// both, the benchmarks on top. `ferrite-testkit` (test helpers, using no
 /// crate of ours) may be a dev-dependency of any crate, and a dependency of
-/// the benchmarks.
+/// the benchmarks and of the fault suite.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("ferrite-ids", &[]),
     ("ferrite-protocol", &["ferrite-ids"]),
@@ -63,6 +63,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-client",
             "ferrite-engine",
             "ferrite-broker",
+            "ferrite-testkit",
+        ],
+    ),
+    // The fault suite runs the `ferrite` binary; it never links the broker.
+    (
+        "ferrite-chaos",
+        &[
+            "ferrite-ids",
+            "ferrite-protocol",
+            "ferrite-client",
+            "ferrite-engine",
             "ferrite-testkit",
         ],
     ),

@@ -1,0 +1,356 @@
+//! The clients of a run: producers that write unique values and record
+//! every produce, and a reader that follows each partition and records what
+//! it read. They run on plain threads with blocking connections (the
+//! runner's own, never cut by the firewall) and stop when told.
+//!
+//! A value is `client << 40 | n`: unique across the run, so that a record in
+//! the log names the one produce that wrote it. Producers do not retry: a
+//! produce that ends without an answer is `Unknown` and its value is never
+//! sent again, so any value the log holds twice was doubled by the cluster.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferrite_client::codec::{self, MetadataInfo};
+use ferrite_client::Connection;
+use ferrite_engine::batch::{self, HEADER_BYTES, LOG_OVERHEAD_BYTES};
+use ferrite_engine::record::decode_records;
+use ferrite_engine::types::{Offset, TimestampMs};
+use ferrite_protocol::errors::ErrorCode;
+
+use crate::history::{History, Op, OpKind, Outcome, RunMs};
+
+pub const TOPIC: &str = "chaos";
+const PRODUCE_KEY: i16 = 0;
+const FETCH_KEY: i16 = 1;
+const METADATA_KEY: i16 = 3;
+/// How long a request may go unanswered before its outcome is unknown.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(8);
+/// Pause after a failed operation, so that a client does not spin.
+const BACKOFF: Duration = Duration::from_millis(100);
+
+/// What every client shares: the run's clock, the history and the stop flag.
+#[derive(Clone)]
+pub struct Shared {
+    pub started: Instant,
+    pub history: Arc<Mutex<History>>,
+    pub stop: Arc<AtomicBool>,
+    pub bootstrap: Vec<String>,
+    pub partitions: i32,
+}
+
+impl Shared {
+    pub fn now_ms(&self) -> RunMs {
+        self.started.elapsed().as_millis() as RunMs
+    }
+
+    fn record(&self, op: Op) {
+        if let Ok(mut h) = self.history.lock() {
+            h.push(op);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Connections by address, and where each partition's leader is.
+struct Routes {
+    shared: Shared,
+    conns: HashMap<String, Connection>,
+    leaders: HashMap<i32, String>,
+    client_id: String,
+}
+
+impl Routes {
+    fn new(shared: Shared, client_id: String) -> Routes {
+        Routes {
+            shared,
+            conns: HashMap::new(),
+            leaders: HashMap::new(),
+            client_id,
+        }
+    }
+
+    fn conn(&mut self, addr: &str) -> Option<&mut Connection> {
+        if !self.conns.contains_key(addr) {
+            let mut c = Connection::connect_timeout(addr, &self.client_id, REQUEST_TIMEOUT).ok()?;
+            c.set_read_timeout(REQUEST_TIMEOUT).ok()?;
+            self.conns.insert(addr.to_string(), c);
+        }
+        self.conns.get_mut(addr)
+    }
+
+    fn forget(&mut self, addr: &str) {
+        self.conns.remove(addr);
+        self.leaders.clear();
+    }
+
+    /// Asks any broker where the leaders are.
+    fn refresh(&mut self) -> Option<MetadataInfo> {
+        for addr in self.shared.bootstrap.clone() {
+            let Some(c) = self.conn(&addr) else { continue };
+            let topics = [TOPIC.to_string()];
+            let got = c
+                .call(METADATA_KEY, codec::METADATA_V, |w| codec::metadata(w, Some(&topics)))
+                .and_then(|mut r| Ok(codec::decode_metadata(&mut r)?));
+            match got {
+                Ok(meta) => {
+                    self.learn(&meta);
+                    return Some(meta);
+                }
+                Err(_) => self.forget(&addr),
+            }
+        }
+        None
+    }
+
+    fn learn(&mut self, meta: &MetadataInfo) {
+        let addr_of: HashMap<i32, String> = meta
+            .brokers
+            .iter()
+            .map(|b| (b.id, format!("{}:{}", b.host, b.port)))
+            .collect();
+        for t in meta.topics.iter().filter(|t| t.name == TOPIC) {
+            for p in &t.partitions {
+                if let Some(a) = addr_of.get(&p.leader) {
+                    self.leaders.insert(p.partition, a.clone());
+                }
+            }
+        }
+    }
+
+    fn leader(&mut self, partition: i32) -> Option<String> {
+        if !self.leaders.contains_key(&partition) {
+            self.refresh();
+        }
+        self.leaders.get(&partition).cloned()
+    }
+}
+
+/// How a produce's error code ends it: codes the broker returns before it
+/// appends are `Fail`; any other may have left the record behind.
+fn produce_outcome(error: i16, base: i64) -> Outcome {
+    let certain_failures = [
+        ErrorCode::NotLeaderOrFollower,
+        ErrorCode::UnknownTopicOrPartition,
+        ErrorCode::LeaderNotAvailable,
+        ErrorCode::NotEnoughReplicas,
+    ];
+    if error == 0 {
+        Outcome::Ok { offset: Some(base) }
+    } else if certain_failures.iter().any(|c| *c as i16 == error) {
+        Outcome::Fail {
+            error: format!("error {error}"),
+        }
+    } else {
+        Outcome::Unknown {
+            error: format!("error {error}"),
+        }
+    }
+}
+
+/// Produces unique values round-robin over the partitions until stopped.
+pub fn produce_loop(shared: Shared, client: u32, acks: i16) {
+    let mut routes = Routes::new(shared.clone(), format!("chaos-producer-{client}"));
+    let mut n: u64 = 0;
+    while !shared.stopped() {
+        n += 1;
+        let value = u64::from(client) << 40 | n;
+        let partition = (n % shared.partitions as u64) as i32;
+        let invoked_ms = shared.now_ms();
+        let outcome = produce_once(&mut routes, partition, value, acks);
+        let failed = !matches!(outcome, Outcome::Ok { .. });
+        shared.record(Op {
+            client,
+            kind: OpKind::Produce { partition, value },
+            invoked_ms,
+            completed_ms: shared.now_ms(),
+            outcome,
+        });
+        if failed {
+            std::thread::sleep(BACKOFF);
+        }
+    }
+}
+
+fn produce_once(routes: &mut Routes, partition: i32, value: u64, acks: i16) -> Outcome {
+    let Some(addr) = routes.leader(partition) else {
+        return Outcome::Fail {
+            error: "no leader known".into(),
+        };
+    };
+    let Some(c) = routes.conn(&addr) else {
+        routes.forget(&addr);
+        return Outcome::Fail {
+            error: format!("cannot connect to {addr}"),
+        };
+    };
+    let bytes = value.to_be_bytes();
+    let records = batch::build_batch(Offset(0), TimestampMs(now_unix_ms()), &[&bytes]);
+    let timeout_ms = REQUEST_TIMEOUT.as_millis() as i32 / 2;
+    let answer = c
+        .call(PRODUCE_KEY, codec::PRODUCE_V, |w| {
+            codec::produce(w, acks, timeout_ms, TOPIC, partition, &records)
+        })
+        .and_then(|mut r| Ok(codec::decode_produce(&mut r)?));
+    match answer {
+        Ok((error, base)) => {
+            if error != 0 {
+                routes.leaders.remove(&partition);
+            }
+            produce_outcome(error, base)
+        }
+        Err(e) => {
+            routes.forget(&addr);
+            Outcome::Unknown { error: e.to_string() }
+        }
+    }
+}
+
+fn now_unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The (offset, value) of every record in `bytes` (uncompressed batches,
+/// as the producers write them); stops at the first incomplete batch.
+pub fn decode_values(mut bytes: &[u8]) -> Vec<(i64, u64)> {
+    let mut out = Vec::new();
+    while bytes.len() >= HEADER_BYTES {
+        let Ok(h) = batch::read_header(bytes) else { break };
+        let size = LOG_OVERHEAD_BYTES + h.batch_length.get().max(0) as usize;
+        if size < HEADER_BYTES || size > bytes.len() {
+            break;
+        }
+        let base = h.base_offset.get();
+        if let Ok(records) = decode_records(&bytes[HEADER_BYTES..size], h.record_count.get()) {
+            for r in records {
+                let value = r.value.and_then(|v| <[u8; 8]>::try_from(v).ok());
+                if let Some(v) = value {
+                    out.push((base + i64::from(r.offset_delta), u64::from_be_bytes(v)));
+                }
+            }
+        }
+        bytes = &bytes[size..];
+    }
+    out
+}
+
+/// Reads `partition` from `from` up to its high watermark at the leader:
+/// the records, or `None` if the leader could not be asked.
+fn read_partition(routes: &mut Routes, partition: i32, from: i64) -> Option<(Vec<(i64, u64)>, i64)> {
+    let addr = routes.leader(partition)?;
+    let c = routes.conn(&addr)?;
+    let answer = c
+        .call(FETCH_KEY, codec::FETCH_V, |w| {
+            codec::fetch(w, 100, 1 << 20, TOPIC, partition, from)
+        })
+        .and_then(|mut r| Ok(codec::decode_fetch(&mut r)?));
+    match answer {
+        Ok(p) if p.error == 0 => Some((decode_values(&p.records), p.high_watermark.0)),
+        Ok(_) => {
+            routes.leaders.remove(&partition);
+            None
+        }
+        Err(_) => {
+            routes.forget(&addr);
+            None
+        }
+    }
+}
+
+/// Follows every partition from offset 0, recording each non-empty read.
+pub fn read_loop(shared: Shared, client: u32) {
+    let mut routes = Routes::new(shared.clone(), format!("chaos-reader-{client}"));
+    let mut next: Vec<i64> = vec![0; shared.partitions as usize];
+    while !shared.stopped() {
+        let mut idle = true;
+        for partition in 0..shared.partitions {
+            let invoked_ms = shared.now_ms();
+            let Some((records, _hw)) = read_partition(&mut routes, partition, next[partition as usize]) else {
+                continue;
+            };
+            let records: Vec<(i64, u64)> = records
+                .into_iter()
+                .filter(|(o, _)| *o >= next[partition as usize])
+                .collect();
+            if let Some(&(last, _)) = records.last() {
+                next[partition as usize] = last + 1;
+                idle = false;
+                shared.record(Op {
+                    client,
+                    kind: OpKind::Read { partition, records },
+                    invoked_ms,
+                    completed_ms: shared.now_ms(),
+                    outcome: Outcome::Ok { offset: None },
+                });
+            }
+        }
+        if idle {
+            std::thread::sleep(BACKOFF);
+        }
+    }
+}
+
+/// Every record of every partition, read from offset 0 to the high
+/// watermark at each leader; `None` for a partition whose leader did not
+/// answer within `patience`.
+pub fn read_all(shared: &Shared, patience: Duration) -> HashMap<i32, Option<Vec<(i64, u64)>>> {
+    let mut routes = Routes::new(shared.clone(), "chaos-final-reader".into());
+    let mut out = HashMap::new();
+    for partition in 0..shared.partitions {
+        let deadline = Instant::now() + patience;
+        let mut records: Vec<(i64, u64)> = Vec::new();
+        let mut next = 0;
+        let got = loop {
+            match read_partition(&mut routes, partition, next) {
+                Some((batch, hw)) => {
+                    records.extend(batch.into_iter().filter(|(o, _)| *o >= next));
+                    next = records.last().map_or(next, |(o, _)| o + 1);
+                    if next >= hw {
+                        break Some(records);
+                    }
+                }
+                None if Instant::now() > deadline => break None,
+                None => std::thread::sleep(BACKOFF),
+            }
+        };
+        out.insert(partition, got);
+    }
+    out
+}
+
+/// Asks for the cluster's metadata (controller, leaders, ISRs).
+pub fn metadata(shared: &Shared) -> Option<MetadataInfo> {
+    Routes::new(shared.clone(), "chaos-metadata".into()).refresh()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_decode_from_batches_back_to_back() {
+        let a = batch::build_batch(Offset(5), TimestampMs(0), &[&7u64.to_be_bytes(), &8u64.to_be_bytes()]);
+        let b = batch::build_batch(Offset(7), TimestampMs(0), &[&9u64.to_be_bytes()]);
+        let mut bytes = a.clone();
+        bytes.extend_from_slice(&b);
+        bytes.extend_from_slice(&b[..20]);
+        assert_eq!(decode_values(&bytes), vec![(5, 7), (6, 8), (7, 9)]);
+    }
+
+    #[test]
+    fn errors_before_the_append_fail_the_others_leave_it_unknown() {
+        assert_eq!(produce_outcome(0, 4), Outcome::Ok { offset: Some(4) });
+        assert!(matches!(produce_outcome(6, -1), Outcome::Fail { .. }));
+        assert!(matches!(produce_outcome(19, -1), Outcome::Fail { .. }));
+        assert!(matches!(produce_outcome(20, -1), Outcome::Unknown { .. }));
+        assert!(matches!(produce_outcome(7, -1), Outcome::Unknown { .. }));
+    }
+}
