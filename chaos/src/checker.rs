@@ -9,7 +9,11 @@
 //!   reads and the final log), an acknowledged offset holding another value,
 //!   or a read whose offsets do not increase;
 //! - **commits backwards**: a group's acknowledged commit for a partition
-//!   below an earlier acknowledged one that completed before it started.
+//!   below an earlier acknowledged one that completed before it started;
+//! - **commits lost** ([`lost_commits`]): a partition whose committed
+//!   offset, fetched after healing, is below the highest acknowledged
+//!   commit (a commit that ended unknown may have raised it: that is
+//!   allowed).
 //!
 //! A produce that ended `Unknown` may or may not be in the log: neither is
 //! an anomaly. One that ended `Fail` must not be: it is reported as
@@ -46,6 +50,14 @@ pub struct Inconsistent {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitLost {
+    pub partition: i32,
+    pub acknowledged: i64,
+    /// What OffsetFetch returned after healing (`None`: nothing).
+    pub fetched: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitBackwards {
     pub partition: i32,
     pub earlier: i64,
@@ -60,6 +72,8 @@ pub struct Anomalies {
     pub inconsistent: Vec<Inconsistent>,
     pub failed_but_present: Vec<u64>,
     pub commits_backwards: Vec<CommitBackwards>,
+    #[serde(default)]
+    pub commits_lost: Vec<CommitLost>,
 }
 
 impl Anomalies {
@@ -69,6 +83,7 @@ impl Anomalies {
             && self.inconsistent.is_empty()
             && self.failed_but_present.is_empty()
             && self.commits_backwards.is_empty()
+            && self.commits_lost.is_empty()
     }
 }
 
@@ -192,6 +207,27 @@ fn check_reads(history: &History, final_log: &FinalLog, a: &mut Anomalies) {
             }
         }
     }
+}
+
+/// The partitions whose committed offset after healing (`fetched`) is
+/// below the highest acknowledged commit of the history.
+pub fn lost_commits(history: &History, fetched: &BTreeMap<i32, i64>) -> Vec<CommitLost> {
+    let mut highest: BTreeMap<i32, i64> = BTreeMap::new();
+    for op in history.ops.iter().filter(|o| o.is_ok()) {
+        if let OpKind::Commit { partition, offset } = op.kind {
+            let h = highest.entry(partition).or_insert(offset);
+            *h = (*h).max(offset);
+        }
+    }
+    highest
+        .into_iter()
+        .filter(|(p, acked)| fetched.get(p).is_none_or(|f| f < acked))
+        .map(|(partition, acknowledged)| CommitLost {
+            partition,
+            acknowledged,
+            fetched: fetched.get(&partition).copied(),
+        })
+        .collect()
 }
 
 fn check_commits(history: &History, a: &mut Anomalies) {
@@ -338,6 +374,27 @@ mod tests {
         };
         let h = history(vec![op(2, read, (5, 6), ok(0))]);
         assert_eq!(check(&h, &log(&[(0, 10), (1, 11)])).inconsistent.len(), 1);
+    }
+
+    #[test]
+    fn a_committed_offset_below_an_acknowledged_commit_is_lost() {
+        let commit = |offset, outcome| op(3, OpKind::Commit { partition: 0, offset }, (0, 1), outcome);
+        let h = history(vec![commit(5, ok(0)), commit(9, unknown())]);
+        assert!(lost_commits(&h, &BTreeMap::from([(0, 5)])).is_empty());
+        assert!(
+            lost_commits(&h, &BTreeMap::from([(0, 9)])).is_empty(),
+            "the unknown commit landed"
+        );
+        let lost = lost_commits(&h, &BTreeMap::from([(0, 4)]));
+        assert_eq!(
+            lost,
+            vec![CommitLost {
+                partition: 0,
+                acknowledged: 5,
+                fetched: Some(4)
+            }]
+        );
+        assert_eq!(lost_commits(&h, &BTreeMap::new())[0].fetched, None);
     }
 
     #[test]

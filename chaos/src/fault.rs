@@ -13,6 +13,19 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// How long `lose-isr` lets the writes go on after the first follower dies:
+/// past the brokers' `replica.lag.time.max.ms` (4 s), so that it has left
+/// the ISR.
+pub const ISR_DROP_WAIT_MS: u64 = 8_000;
+
+/// `flap-leader`'s cycles, and how long the leader is cut off and then
+/// joined in each: a cut past `replica.lag.time.max.ms` (4 s) but within
+/// the ZooKeeper session (6 s), so that the ISR shrinks and grows again
+/// while the leader keeps its session.
+pub const FLAP_CYCLES: usize = 4;
+pub const FLAP_CUT_MS: u64 = 5_000;
+pub const FLAP_JOINED_MS: u64 = 2_000;
+
 /// A process of the cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Node {
@@ -48,6 +61,18 @@ impl Roles {
     fn follower(&self) -> usize {
         (self.leader + 1) % self.brokers
     }
+
+    /// The other follower.
+    fn second_follower(&self) -> usize {
+        (self.leader + 2) % self.brokers
+    }
+
+    /// Every node but broker `b`.
+    fn everyone_but(&self, b: usize) -> Vec<Node> {
+        let mut nodes = self.other_brokers(b);
+        nodes.extend(self.zk());
+        nodes
+    }
 }
 
 /// One thing the executor does.
@@ -65,6 +90,8 @@ pub enum Action {
     Cut(Node, Node),
     /// Remove every cut.
     HealNetwork,
+    /// Wait this many milliseconds before the next action.
+    Sleep(u64),
 }
 
 /// What a fault does when it starts and what undoes it.
@@ -97,10 +124,32 @@ pub enum Fault {
     IsolateFollower,
     /// One ZooKeeper server killed (the ensemble keeps its quorum).
     KillZkMember,
+    /// The seeds' scenario of every ISR member failing: a follower is
+    /// killed and drops out of the ISR, the writes go on, then the other
+    /// follower and the leader are killed and the stale follower comes
+    /// back alone. Without unclean election the partition waits for an ISR
+    /// member; with it, the stale replica leads and acknowledged records
+    /// are lost (the negative control).
+    LoseIsr,
+    /// Two ZooKeeper servers killed: the ensemble loses its quorum.
+    LoseZkQuorum,
+    /// Every ZooKeeper server killed, then all started again.
+    RestartZooKeeper,
+    /// The leader and one ZooKeeper server cut from the other nodes: the
+    /// leader on the minority side.
+    SplitLeaderMinority,
+    /// Two sides — the leader with one ZooKeeper server, a follower with
+    /// another — cut from each other, and the third broker and server
+    /// reaching both (a bridge).
+    Bridge,
+    /// The leader cut from every other node and reconnected, over and over
+    /// ([`FLAP_CYCLES`] cycles of [`FLAP_CUT_MS`] cut, [`FLAP_JOINED_MS`]
+    /// joined).
+    FlapLeader,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 16] = [
         Fault::None,
         Fault::KillLeader,
         Fault::KillFollower,
@@ -111,6 +160,12 @@ impl Fault {
         Fault::IsolateLeader,
         Fault::IsolateFollower,
         Fault::KillZkMember,
+        Fault::LoseIsr,
+        Fault::LoseZkQuorum,
+        Fault::RestartZooKeeper,
+        Fault::SplitLeaderMinority,
+        Fault::Bridge,
+        Fault::FlapLeader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -125,6 +180,12 @@ impl Fault {
             Fault::IsolateLeader => "isolate-leader",
             Fault::IsolateFollower => "isolate-follower",
             Fault::KillZkMember => "kill-zk-member",
+            Fault::LoseIsr => "lose-isr",
+            Fault::LoseZkQuorum => "lose-zk-quorum",
+            Fault::RestartZooKeeper => "restart-zookeeper",
+            Fault::SplitLeaderMinority => "split-leader-minority",
+            Fault::Bridge => "bridge",
+            Fault::FlapLeader => "flap-leader",
         }
     }
 
@@ -132,45 +193,96 @@ impl Fault {
     /// role.
     pub fn plan(self, roles: &Roles) -> Plan {
         let leader = Node::Broker(roles.leader);
-        let cut_from = |node: Node, others: Vec<Node>| -> Vec<Action> {
-            others.into_iter().map(|o| Action::Cut(node, o)).collect()
-        };
-        let network = |start: Vec<Action>| Plan {
-            start,
-            heal: vec![Action::HealNetwork],
-        };
-        let kill = |node: Node| Plan {
-            start: vec![Action::Kill(node)],
-            heal: vec![Action::Restart(node)],
-        };
         match self {
             Fault::None => Plan {
                 start: Vec::new(),
                 heal: Vec::new(),
             },
-            Fault::KillLeader => kill(leader),
-            Fault::KillFollower => kill(Node::Broker(roles.follower())),
-            Fault::KillController => kill(Node::Broker(roles.controller)),
-            Fault::KillZkMember => kill(Node::Zk(0)),
+            Fault::KillLeader => kill_all(vec![leader]),
+            Fault::KillFollower => kill_all(vec![Node::Broker(roles.follower())]),
+            Fault::KillController => kill_all(vec![Node::Broker(roles.controller)]),
+            Fault::KillZkMember => kill_all(vec![Node::Zk(0)]),
+            Fault::LoseZkQuorum => kill_all(vec![Node::Zk(0), Node::Zk(1)]),
+            Fault::RestartZooKeeper => kill_all(roles.zk()),
             Fault::PauseLeader => Plan {
                 start: vec![Action::Pause(leader)],
                 heal: vec![Action::Resume(leader)],
             },
-            Fault::IsolateLeaderFromFollowers => network(cut_from(leader, roles.other_brokers(roles.leader))),
-            Fault::IsolateLeaderFromZooKeeper => network(cut_from(leader, roles.zk())),
-            Fault::IsolateLeader => {
-                let mut others = roles.other_brokers(roles.leader);
-                others.extend(roles.zk());
-                network(cut_from(leader, others))
-            }
+            Fault::IsolateLeaderFromFollowers => network(cut_sides(&[leader], &roles.other_brokers(roles.leader))),
+            Fault::IsolateLeaderFromZooKeeper => network(cut_sides(&[leader], &roles.zk())),
+            Fault::IsolateLeader => network(cut_sides(&[leader], &roles.everyone_but(roles.leader))),
             Fault::IsolateFollower => {
                 let f = roles.follower();
-                let mut others = roles.other_brokers(f);
-                others.extend(roles.zk());
-                network(cut_from(Node::Broker(f), others))
+                network(cut_sides(&[Node::Broker(f)], &roles.everyone_but(f)))
             }
+            Fault::SplitLeaderMinority => {
+                let mut majority = roles.other_brokers(roles.leader);
+                majority.extend((1..roles.zk_servers).map(Node::Zk));
+                network(cut_sides(&[leader, Node::Zk(0)], &majority))
+            }
+            Fault::Bridge => {
+                let far = Node::Broker(roles.second_follower());
+                let last_zk = Node::Zk(roles.zk_servers - 1);
+                network(cut_sides(&[leader, Node::Zk(0)], &[far, last_zk]))
+            }
+            Fault::FlapLeader => flap(leader, &roles.everyone_but(roles.leader)),
+            Fault::LoseIsr => lose_isr(roles),
         }
     }
+}
+
+/// Actions that `start` a network fault; healing removes every cut.
+fn network(start: Vec<Action>) -> Plan {
+    Plan {
+        start,
+        heal: vec![Action::HealNetwork],
+    }
+}
+
+/// `node` cut from `others` and joined again, [`FLAP_CYCLES`] times.
+fn flap(node: Node, others: &[Node]) -> Plan {
+    let mut start = Vec::new();
+    for _ in 0..FLAP_CYCLES {
+        start.extend(cut_sides(&[node], others));
+        start.extend([
+            Action::Sleep(FLAP_CUT_MS),
+            Action::HealNetwork,
+            Action::Sleep(FLAP_JOINED_MS),
+        ]);
+    }
+    network(start)
+}
+
+/// See [`Fault::LoseIsr`].
+fn lose_isr(roles: &Roles) -> Plan {
+    let leader = Node::Broker(roles.leader);
+    let stale = Node::Broker(roles.follower());
+    let other = Node::Broker(roles.second_follower());
+    Plan {
+        start: vec![
+            Action::Kill(stale),
+            Action::Sleep(ISR_DROP_WAIT_MS),
+            Action::Kill(other),
+            Action::Kill(leader),
+            Action::Restart(stale),
+        ],
+        heal: vec![Action::Restart(other), Action::Restart(leader)],
+    }
+}
+
+/// Kills `nodes` at the start and restarts them at healing.
+fn kill_all(nodes: Vec<Node>) -> Plan {
+    Plan {
+        start: nodes.iter().map(|&n| Action::Kill(n)).collect(),
+        heal: nodes.iter().map(|&n| Action::Restart(n)).collect(),
+    }
+}
+
+/// Cuts every node of `a` from every node of `b`.
+fn cut_sides(a: &[Node], b: &[Node]) -> Vec<Action> {
+    a.iter()
+        .flat_map(|&x| b.iter().map(move |&y| Action::Cut(x, y)))
+        .collect()
 }
 
 impl fmt::Display for Fault {
@@ -243,5 +355,32 @@ mod tests {
             .iter()
             .all(|a| matches!(a, Action::Cut(Node::Broker(1), Node::Zk(_)))));
         assert!(Fault::None.plan(&r).start.is_empty());
+    }
+
+    #[test]
+    fn a_bridge_cuts_only_its_two_ends_apart() {
+        let p = Fault::Bridge.plan(&roles());
+        let (leader, far) = (Node::Broker(1), Node::Broker(0));
+        assert_eq!(
+            p.start,
+            vec![
+                Action::Cut(leader, far),
+                Action::Cut(leader, Node::Zk(2)),
+                Action::Cut(Node::Zk(0), far),
+                Action::Cut(Node::Zk(0), Node::Zk(2)),
+            ]
+        );
+        let split = Fault::SplitLeaderMinority.plan(&roles());
+        assert_eq!(split.start.len(), 2 * 4, "two nodes on one side, four on the other");
+    }
+
+    #[test]
+    fn losing_the_isr_brings_back_only_the_stale_follower() {
+        let p = Fault::LoseIsr.plan(&roles());
+        let (stale, other, leader) = (Node::Broker(2), Node::Broker(0), Node::Broker(1));
+        assert_eq!(p.start.first(), Some(&Action::Kill(stale)));
+        assert_eq!(p.start.last(), Some(&Action::Restart(stale)));
+        assert!(p.start.contains(&Action::Kill(other)) && p.start.contains(&Action::Kill(leader)));
+        assert_eq!(p.heal, vec![Action::Restart(other), Action::Restart(leader)]);
     }
 }

@@ -25,4 +25,5 @@ pub mod history;
 pub mod net;
 pub mod replicas;
 pub mod runner;
+pub mod suite;
 pub mod workload;

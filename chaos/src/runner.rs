@@ -77,6 +77,9 @@ pub struct RunReport {
     pub divergent: Vec<String>,
     /// Partitions that could not be read back at the end.
     pub unreadable: Vec<i32>,
+    /// The group's committed offsets could not be fetched at the end.
+    #[serde(default)]
+    pub unreadable_commits: bool,
     /// Ok produces per producer while the fault held.
     pub ok_during_fault: BTreeMap<u32, usize>,
     /// From healing to every producer's first acknowledged produce.
@@ -88,7 +91,7 @@ pub struct RunReport {
 impl RunReport {
     /// No record lost, doubled or out of place, and replicas identical.
     pub fn safe(&self) -> bool {
-        self.anomalies.is_valid() && self.divergent.is_empty() && self.unreadable.is_empty()
+        self.anomalies.is_valid() && self.divergent.is_empty() && self.unreadable.is_empty() && !self.unreadable_commits
     }
 }
 
@@ -116,9 +119,13 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     wait_settled(&shared, cfg.brokers)?;
     let mut threads = Vec::new();
     for client in 1..=cfg.producers {
-        let s = shared.clone();
-        let acks = cfg.acks;
-        threads.push(std::thread::spawn(move || workload::produce_loop(s, client, acks)));
+        for partition in 0..cfg.partitions {
+            let s = shared.clone();
+            let acks = cfg.acks;
+            threads.push(std::thread::spawn(move || {
+                workload::produce_loop(s, client, partition, acks)
+            }));
+        }
     }
     let s = shared.clone();
     threads.push(std::thread::spawn(move || workload::read_loop(s, 0)));
@@ -154,16 +161,16 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     } else {
         vec!["the ISRs did not fill up again: replicas not compared".to_string()]
     };
+    let commits = workload::committed_offsets(&shared);
     let history = shared.history.lock().map(|h| h.clone()).unwrap_or_default();
     drop(cluster);
-    Ok(report(
-        cfg,
-        &history,
-        &final_log,
-        divergent,
-        unreadable,
-        (fault_started_ms, healed_ms),
-    ))
+    let times = (fault_started_ms, healed_ms);
+    let mut report = report(cfg, &history, &final_log, divergent, unreadable, times);
+    match commits {
+        Some(c) => report.anomalies.commits_lost = checker::lost_commits(&history, &c),
+        None => report.unreadable_commits = true,
+    }
+    Ok(report)
 }
 
 fn report(
@@ -199,6 +206,7 @@ fn report(
         anomalies: checker::check(history, final_log),
         divergent,
         unreadable,
+        unreadable_commits: false,
         ok_during_fault,
         recovery_ms,
         fault_started_ms,
@@ -215,6 +223,7 @@ fn execute(cluster: &mut Cluster, firewall: &Firewall, actions: &[Action]) -> Re
             Action::Resume(n) => cluster.signal(n, libc::SIGCONT),
             Action::Cut(a, b) => firewall.cut(cluster::number(a), cluster::number(b))?,
             Action::HealNetwork => firewall.heal()?,
+            Action::Sleep(ms) => std::thread::sleep(Duration::from_millis(ms)),
         }
     }
     Ok(())

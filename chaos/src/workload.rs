@@ -3,8 +3,8 @@
 //! it read. They run on plain threads with blocking connections (the
 //! runner's own, never cut by the firewall) and stop when told.
 //!
-//! A value is `client << 40 | n`: unique across the run, so that a record in
-//! the log names the one produce that wrote it. Producers do not retry: a
+//! A value is `client << 40 | partition << 32 | n`: unique across the run,
+//! so that a record in the log names the one produce that wrote it. Producers do not retry: a
 //! produce that ends without an answer is `Unknown` and its value is never
 //! sent again, so any value the log holds twice was doubled by the cluster.
 
@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrite_client::codec::{self, MetadataInfo};
+use ferrite_client::group::coordinator_client::CoordinatorClient;
+use ferrite_client::group::member_error::RetryPolicy;
 use ferrite_client::Connection;
 use ferrite_engine::batch::{self, HEADER_BYTES, LOG_OVERHEAD_BYTES};
 use ferrite_engine::record::decode_records;
@@ -23,6 +25,11 @@ use ferrite_protocol::errors::ErrorCode;
 use crate::history::{History, Op, OpKind, Outcome, RunMs};
 
 pub const TOPIC: &str = "chaos";
+/// The group the reader commits its positions as (simple commits:
+/// generation -1, no member).
+pub const GROUP: &str = "chaos-reader";
+/// How often the reader commits.
+const COMMIT_EVERY: Duration = Duration::from_millis(500);
 const PRODUCE_KEY: i16 = 0;
 const FETCH_KEY: i16 = 1;
 const METADATA_KEY: i16 = 3;
@@ -153,14 +160,16 @@ fn produce_outcome(error: i16, base: i64) -> Outcome {
     }
 }
 
-/// Produces unique values round-robin over the partitions until stopped.
-pub fn produce_loop(shared: Shared, client: u32, acks: i16) {
-    let mut routes = Routes::new(shared.clone(), format!("chaos-producer-{client}"));
+/// Produces unique values to `partition` until stopped: one of a
+/// producer's threads, one a partition, as a Kafka producer sends each
+/// partition's batches on their own, so that one partition without a
+/// leader does not stop the others.
+pub fn produce_loop(shared: Shared, client: u32, partition: i32, acks: i16) {
+    let mut routes = Routes::new(shared.clone(), format!("chaos-producer-{client}-{partition}"));
     let mut n: u64 = 0;
     while !shared.stopped() {
         n += 1;
-        let value = u64::from(client) << 40 | n;
-        let partition = (n % shared.partitions as u64) as i32;
+        let value = u64::from(client) << 40 | (partition as u64) << 32 | n;
         let invoked_ms = shared.now_ms();
         let outcome = produce_once(&mut routes, partition, value, acks);
         let failed = !matches!(outcome, Outcome::Ok { .. });
@@ -265,11 +274,62 @@ fn read_partition(routes: &mut Routes, partition: i32, from: i64) -> Option<(Vec
     }
 }
 
-/// Follows every partition from offset 0, recording each non-empty read.
+fn coordinator(shared: &Shared, client_id: &str, retry: RetryPolicy) -> CoordinatorClient {
+    CoordinatorClient::new(&shared.bootstrap.join(","), GROUP, client_id, retry, REQUEST_TIMEOUT)
+}
+
+/// Commits the reader's positions (one attempt), recording a commit per
+/// partition; an error leaves each commit unknown.
+fn commit_positions(shared: &Shared, client: u32, coord: &mut CoordinatorClient, next: &[i64]) {
+    let offsets: Vec<(String, i32, i64)> = (0..shared.partitions)
+        .zip(next)
+        .filter(|(_, o)| **o > 0)
+        .map(|(p, o)| (TOPIC.to_string(), p, *o))
+        .collect();
+    if offsets.is_empty() {
+        return;
+    }
+    let invoked_ms = shared.now_ms();
+    let outcome = match coord.commit_offsets(-1, "", &offsets) {
+        Ok(()) => Outcome::Ok { offset: None },
+        Err(e) => Outcome::Unknown { error: e.to_string() },
+    };
+    let completed_ms = shared.now_ms();
+    for (_, partition, offset) in offsets {
+        shared.record(Op {
+            client,
+            kind: OpKind::Commit { partition, offset },
+            invoked_ms,
+            completed_ms,
+            outcome: outcome.clone(),
+        });
+    }
+}
+
+/// The group's committed offsets, asked after healing (with retries).
+pub fn committed_offsets(shared: &Shared) -> Option<std::collections::BTreeMap<i32, i64>> {
+    let mut coord = coordinator(shared, "chaos-final-offsets", RetryPolicy::default());
+    let partitions: Vec<(String, i32)> = (0..shared.partitions).map(|p| (TOPIC.to_string(), p)).collect();
+    let fetched = coord.fetch_offsets(&partitions).ok()?;
+    Some(fetched.into_iter().map(|((_, p), o)| (p, o)).collect())
+}
+
+/// Follows every partition from offset 0, recording each non-empty read,
+/// and commits its positions every [`COMMIT_EVERY`].
 pub fn read_loop(shared: Shared, client: u32) {
     let mut routes = Routes::new(shared.clone(), format!("chaos-reader-{client}"));
+    let once = RetryPolicy {
+        retries: 0,
+        ..RetryPolicy::default()
+    };
+    let mut coord = coordinator(&shared, &format!("chaos-reader-{client}"), once);
     let mut next: Vec<i64> = vec![0; shared.partitions as usize];
+    let mut committed_at = Instant::now();
     while !shared.stopped() {
+        if committed_at.elapsed() >= COMMIT_EVERY {
+            commit_positions(&shared, client, &mut coord, &next);
+            committed_at = Instant::now();
+        }
         let mut idle = true;
         for partition in 0..shared.partitions {
             let invoked_ms = shared.now_ms();

@@ -10,7 +10,9 @@ use std::process::Command;
 /// brokers.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn run(fault: &str, extra: &[&str]) -> serde_json::Value {
+/// Runs `fault` (8 s, 8 s of recovery, seed 7) and returns its report and
+/// exit status.
+fn run_any(fault: &str, extra: &[&str]) -> (serde_json::Value, Option<i32>) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let ferrite = std::path::Path::new(env!("CARGO_BIN_EXE_ferrite-chaos")).with_file_name("ferrite");
     assert!(
@@ -37,12 +39,20 @@ fn run(fault: &str, extra: &[&str]) -> serde_json::Value {
         .expect("run ferrite-chaos");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.code() == Some(0),
-        "ferrite-chaos run --fault {fault} exited with {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status.code()
-    );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("report: {e}\n{stdout}"))
+    let report = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "--fault {fault}: no report ({e}); exit {:?}\nstderr:\n{stderr}",
+            out.status.code()
+        )
+    });
+    (report, out.status.code())
+}
+
+/// Runs `fault`, which must end safe.
+fn run(fault: &str, extra: &[&str]) -> serde_json::Value {
+    let (report, code) = run_any(fault, extra);
+    assert_eq!(code, Some(0), "--fault {fault} was not safe: {report:#}");
+    report
 }
 
 /// Every producer had acknowledged produces, and some while the fault held.
@@ -73,4 +83,15 @@ fn killing_the_leader_loses_nothing_acknowledged() {
 fn isolating_the_leader_loses_nothing_acknowledged() {
     let report = run("isolate-leader", &[]);
     assert_served(&report, false);
+}
+
+/// The negative control: with unclean election on, bringing back only a
+/// replica that had left the ISR loses acknowledged records, and the
+/// checker must say so.
+#[test]
+fn unclean_election_after_losing_the_isr_is_reported_as_loss() {
+    let (report, code) = run_any("lose-isr", &["--unclean"]);
+    assert_eq!(code, Some(1), "the run should not be safe: {report:#}");
+    let lost = report["anomalies"]["lost"].as_array().map_or(0, Vec::len);
+    assert!(lost > 0, "no acknowledged record reported lost: {report:#}");
 }

@@ -7,6 +7,13 @@
 //! the log. Log actions (epoch assignment, truncation, restart) are awaited
 //! one at a time, in the order the state machine gave them, behind
 //! `action_turn`; the state machine is never borrowed across an await.
+//!
+//! A follower's appends and every decision about where its log ends
+//! (LeaderAndIsr, an epoch-end answer, an out-of-range answer, a stop) take
+//! turns behind `log_turn`: an append of fetched records that began before
+//! the leader changed finishes before the truncation point is chosen, so a
+//! record of the old leader's that the new one lacks cannot land after the
+//! truncation that should have cut it (and be counted as replicated).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -57,6 +64,8 @@ pub struct LocalReplica {
     next_waiter: Cell<u64>,
     hw_changed: Notify,
     action_turn: Semaphore,
+    /// Taken before `action_turn` when both are.
+    log_turn: Semaphore,
 }
 
 fn local_log(log: &PartitionLog) -> LocalLog {
@@ -86,6 +95,7 @@ impl LocalReplica {
             next_waiter: Cell::new(0),
             hw_changed: Notify::new(),
             action_turn: Semaphore::new(1),
+            log_turn: Semaphore::new(1),
         }
     }
 
@@ -121,6 +131,7 @@ impl LocalReplica {
     }
 
     pub async fn leader_and_isr(&self, state: &LeaderAndIsr, now: MonoMs) -> Result<(), ReplicaOpError> {
+        let _turn = self.log_turn.acquire_permit(1).await;
         let log = local_log(&self.log);
         self.state
             .borrow_mut()
@@ -132,6 +143,7 @@ impl LocalReplica {
     }
 
     pub async fn stop(&self) -> Result<(), ReplicaOpError> {
+        let _turn = self.log_turn.acquire_permit(1).await;
         self.state.borrow_mut().stop();
         let result = self.run_actions().await;
         self.hw_changed.notify_all();
@@ -223,6 +235,7 @@ impl LocalReplica {
         asked_in: LeaderEpoch,
         answer: Result<Option<(LeaderEpoch, Offset)>, ReplicationError>,
     ) -> Result<(), ReplicaOpError> {
+        let _turn = self.log_turn.acquire_permit(1).await;
         self.state
             .borrow_mut()
             .epoch_end_received(asked, asked_in, answer, self.log.as_ref());
@@ -230,17 +243,25 @@ impl LocalReplica {
     }
 
     /// Records fetched from the leader (empty: nothing new), its HW and its
-    /// log start. Like Kafka's followers, a follower follows the leader's
-    /// log start: its segments wholly below it go (what the leader deleted
-    /// by compaction, say, which the follower's own retention would keep).
+    /// log start, by a fetch sent in leader epoch `fetched_in`. Like Kafka's
+    /// followers, a follower follows the leader's log start: its segments
+    /// wholly below it go (what the leader deleted by compaction, say, which
+    /// the follower's own retention would keep).
     pub async fn append_fetched(
         &self,
         records: Bytes,
         leader_hw: Offset,
         leader_log_start: Offset,
+        fetched_in: LeaderEpoch,
     ) -> Result<(), ReplicaOpError> {
-        // Records fetched before a truncation round began are not taken.
-        if !self.state.borrow().is_fetching() {
+        let _turn = self.log_turn.acquire_permit(1).await;
+        // Records fetched before a truncation round began, or from a leader
+        // of an earlier epoch, are not taken.
+        let current = {
+            let s = self.state.borrow();
+            s.is_fetching() && s.leader_epoch() == fetched_in
+        };
+        if !current {
             return Ok(());
         }
         if !records.is_empty() {
@@ -260,11 +281,17 @@ impl LocalReplica {
         self.run_actions().await
     }
 
+    /// The leader (of epoch `fetched_in`) answered OFFSET_OUT_OF_RANGE.
     pub async fn fetch_out_of_range(
         &self,
         leader_log_start: Offset,
         leader_log_end: Offset,
+        fetched_in: LeaderEpoch,
     ) -> Result<(), ReplicaOpError> {
+        let _turn = self.log_turn.acquire_permit(1).await;
+        if self.state.borrow().leader_epoch() != fetched_in {
+            return Ok(());
+        }
         self.state
             .borrow_mut()
             .fetch_out_of_range(leader_log_start, leader_log_end, self.log.as_ref());

@@ -18,6 +18,7 @@ use ferrite_replication::{
 
 const A: BrokerId = BrokerId(1);
 const B: BrokerId = BrokerId(2);
+const C: BrokerId = BrokerId(3);
 
 #[derive(Debug)]
 enum Call {
@@ -87,11 +88,15 @@ async fn node(id: BrokerId, dir: &Path, min_isr: usize) -> Node {
 }
 
 fn state(leader: BrokerId, epoch: i32, isr: &[BrokerId]) -> LeaderAndIsr {
+    state_of(&[A, B], leader, epoch, isr)
+}
+
+fn state_of(replicas: &[BrokerId], leader: BrokerId, epoch: i32, isr: &[BrokerId]) -> LeaderAndIsr {
     LeaderAndIsr {
         leader: Some(leader),
         leader_epoch: LeaderEpoch(epoch),
         isr: isr.to_vec(),
-        replicas: vec![A, B],
+        replicas: replicas.to_vec(),
         zk_version: ZkVersion(epoch),
     }
 }
@@ -150,9 +155,10 @@ async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
             let Some(leader) = *n.fetching.borrow() else { continue };
             let leader = by_id(leader);
             let from = n.replica.log().log_end_offset();
+            let fetched_in = n.replica.leader_epoch();
             let grant = leader
                 .replica
-                .replica_fetch(n.id, from, Some(n.replica.leader_epoch()), now)
+                .replica_fetch(n.id, from, Some(fetched_in), now)
                 .await
                 .unwrap();
             let records = if from < grant.log_end {
@@ -167,7 +173,10 @@ async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
                 Bytes::new()
             };
             let leader_start = leader.replica.log().log_start_offset();
-            n.replica.append_fetched(records, grant.hw, leader_start).await.unwrap();
+            n.replica
+                .append_fetched(records, grant.hw, leader_start, fetched_in)
+                .await
+                .unwrap();
         }
     }
 }
@@ -287,5 +296,105 @@ fn a_diverged_follower_truncates_to_the_new_leaders_epoch_and_rejoins() {
         // And it rejoined B's ISR.
         assert_eq!(b.replica.isr(), Some(vec![A, B]));
         assert_eq!(b.replica.hw(), Offset(7));
+    });
+}
+
+/// Lets every other ready task run once.
+async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Found by the reassignment-under-load cluster test: a follower's append of
+/// records fetched from the old leader was still running when the new
+/// leader's epoch-end answer arrived, so the truncation point was chosen
+/// from the log end before that append; the old leader's record then landed
+/// at an offset where the new leader holds another, and the follower's next
+/// fetch offset told the leader it had replicated it. The append now
+/// finishes first, and the truncation cuts its record.
+#[test]
+fn a_fetch_in_flight_when_the_leader_changes_is_cut_by_the_truncation() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    run(async {
+        let a = node(A, dirs[0].path(), 1).await;
+        let b = Rc::new(node(B, dirs[1].path(), 1).await);
+        let c = node(C, dirs[2].path(), 1).await;
+        let all = [A, B, C];
+        let zk = RefCell::new(1);
+        for n in [&a, &*b, &c] {
+            n.replica
+                .leader_and_isr(&state_of(&all, A, 1, &all), MonoMs(0))
+                .await
+                .unwrap();
+        }
+        a.replica
+            .produce(batch(5, 1), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        pump(&[&a, &b, &c], &zk, 3).await;
+        // A takes one more record; B has fetched it, C has not.
+        a.replica
+            .produce(batch(1, 2), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        let grant = a
+            .replica
+            .replica_fetch(B, Offset(5), Some(LeaderEpoch(1)), MonoMs(1))
+            .await
+            .unwrap();
+        let read = a
+            .replica
+            .log()
+            .read(Offset(5), 1 << 20, grant.log_end, SizeLimit::AtLeastOneBatch)
+            .await
+            .unwrap();
+        let stale = Bytes::from(read.to_vec().await.unwrap());
+        // C is elected in epoch 2 and takes a record of its own at 5.
+        c.replica
+            .leader_and_isr(&state_of(&all, C, 2, &[B, C]), MonoMs(2))
+            .await
+            .unwrap();
+        c.replica
+            .produce(batch(1, 3), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        // B's append of A's record is under way when it learns of epoch 2.
+        let append = {
+            let b = b.clone();
+            glommio::spawn_local(async move {
+                b.replica
+                    .append_fetched(stale, grant.hw, Offset(0), LeaderEpoch(1))
+                    .await
+            })
+            .detach()
+        };
+        yield_now().await;
+        b.replica
+            .leader_and_isr(&state_of(&all, C, 2, &[B, C]), MonoMs(2))
+            .await
+            .unwrap();
+        let answer = c.replica.answer_epoch_end(Some(LeaderEpoch(2)), LeaderEpoch(1));
+        assert!(matches!(answer, Ok(Some((LeaderEpoch(1), Offset(5))))), "{answer:?}");
+        b.replica
+            .epoch_end_received(LeaderEpoch(1), LeaderEpoch(2), answer)
+            .await
+            .unwrap();
+        append.await.unwrap().unwrap();
+        b.links
+            .0
+            .borrow_mut()
+            .retain(|call| !matches!(call, Call::AskEpochEnd { .. }));
+        pump(&[&b, &c], &zk, 3).await;
+        assert_eq!(b.replica.log().log_end_offset(), Offset(6));
+        assert_eq!(all_bytes(b.replica.log()).await, all_bytes(c.replica.log()).await);
     });
 }

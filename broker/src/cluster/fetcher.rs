@@ -565,7 +565,7 @@ async fn fetch(
             continue;
         }
         let clean = p.error == 0 && p.records.is_empty();
-        let applied = apply(e.tp.clone(), e.replica.clone(), p);
+        let applied = apply(e.tp.clone(), e.replica.clone(), p, request[at].current_leader_epoch);
         applies.push(async move { (at, applied.await, clean.then_some(repeat).flatten()) });
     }
     let counted = &replicas.fetchers.repeats;
@@ -587,23 +587,27 @@ async fn fetch(
     Ok(())
 }
 
-/// Applies one partition of a fetch response; true when the fetcher should
-/// back off (an error the leader sent, or one applying the records).
+/// Applies one partition of a fetch response, sent in leader epoch
+/// `fetched_in`; true when the fetcher should back off (an error the leader
+/// sent, or one applying the records). The replica drops the answer if its
+/// epoch moved on meanwhile.
 ///
 /// The records are appended as a slice of the fetch response, without a
 /// copy; a follower's log does not keep them once written, so the response
 /// buffer is free again when every partition's append has returned.
-async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched) -> bool {
+async fn apply(tp: TopicPartition, replica: Rc<LocalReplica>, p: ReplicaFetched, fetched_in: LeaderEpoch) -> bool {
     let result = match p.error {
         0 => {
             let whole = replica_fetch::whole_batches(&p.records);
             let records = p.records.slice(..whole);
             replica
-                .append_fetched(records, p.high_watermark, p.log_start_offset)
+                .append_fetched(records, p.high_watermark, p.log_start_offset, fetched_in)
                 .await
         }
         e if e == ErrorCode::OffsetOutOfRange.code() => {
-            replica.fetch_out_of_range(p.log_start_offset, p.high_watermark).await
+            replica
+                .fetch_out_of_range(p.log_start_offset, p.high_watermark, fetched_in)
+                .await
         }
         _ => return true,
     };
