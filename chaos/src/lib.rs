@@ -23,6 +23,7 @@ pub mod error;
 pub mod fault;
 pub mod history;
 pub mod net;
+pub mod producer;
 pub mod replicas;
 pub mod runner;
 pub mod suite;

@@ -24,6 +24,7 @@ use crate::error::ChaosError;
 use crate::fault::{Action, Fault, Roles};
 use crate::history::{History, OpKind, Outcome};
 use crate::net::{self, Firewall};
+use crate::producer;
 use crate::replicas;
 use crate::workload::{self, Shared, TOPIC};
 
@@ -123,7 +124,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
             let s = shared.clone();
             let acks = cfg.acks;
             threads.push(std::thread::spawn(move || {
-                workload::produce_loop(s, client, partition, acks)
+                producer::produce_loop(s, client, partition, acks)
             }));
         }
     }

@@ -1,12 +1,8 @@
-//! The clients of a run: producers that write unique values and record
-//! every produce, and a reader that follows each partition and records what
-//! it read. They run on plain threads with blocking connections (the
-//! runner's own, never cut by the firewall) and stop when told.
-//!
-//! A value is `client << 40 | partition << 32 | n`: unique across the run,
-//! so that a record in the log names the one produce that wrote it. Producers do not retry: a
-//! produce that ends without an answer is `Unknown` and its value is never
-//! sent again, so any value the log holds twice was doubled by the cluster.
+//! The clients of a run, on plain threads with blocking connections (the
+//! runner's own, never cut by the firewall), stopped when told: what they
+//! share (the clock, the history, where the leaders are), the reader that
+//! follows each partition, records what it read and commits its positions,
+//! and the final reads. The producers are in [`crate::producer`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,8 +15,6 @@ use ferrite_client::group::member_error::RetryPolicy;
 use ferrite_client::Connection;
 use ferrite_engine::batch::{self, HEADER_BYTES, LOG_OVERHEAD_BYTES};
 use ferrite_engine::record::decode_records;
-use ferrite_engine::types::{Offset, TimestampMs};
-use ferrite_protocol::errors::ErrorCode;
 
 use crate::history::{History, Op, OpKind, Outcome, RunMs};
 
@@ -30,13 +24,12 @@ pub const TOPIC: &str = "chaos";
 pub const GROUP: &str = "chaos-reader";
 /// How often the reader commits.
 const COMMIT_EVERY: Duration = Duration::from_millis(500);
-const PRODUCE_KEY: i16 = 0;
 const FETCH_KEY: i16 = 1;
 const METADATA_KEY: i16 = 3;
 /// How long a request may go unanswered before its outcome is unknown.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(8);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(8);
 /// Pause after a failed operation, so that a client does not spin.
-const BACKOFF: Duration = Duration::from_millis(100);
+pub(crate) const BACKOFF: Duration = Duration::from_millis(100);
 
 /// What every client shares: the run's clock, the history and the stop flag.
 #[derive(Clone)]
@@ -53,27 +46,27 @@ impl Shared {
         self.started.elapsed().as_millis() as RunMs
     }
 
-    fn record(&self, op: Op) {
+    pub(crate) fn record(&self, op: Op) {
         if let Ok(mut h) = self.history.lock() {
             h.push(op);
         }
     }
 
-    fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 }
 
 /// Connections by address, and where each partition's leader is.
-struct Routes {
+pub(crate) struct Routes {
     shared: Shared,
     conns: HashMap<String, Connection>,
-    leaders: HashMap<i32, String>,
+    pub(crate) leaders: HashMap<i32, String>,
     client_id: String,
 }
 
 impl Routes {
-    fn new(shared: Shared, client_id: String) -> Routes {
+    pub(crate) fn new(shared: Shared, client_id: String) -> Routes {
         Routes {
             shared,
             conns: HashMap::new(),
@@ -82,7 +75,7 @@ impl Routes {
         }
     }
 
-    fn conn(&mut self, addr: &str) -> Option<&mut Connection> {
+    pub(crate) fn conn(&mut self, addr: &str) -> Option<&mut Connection> {
         if !self.conns.contains_key(addr) {
             let mut c = Connection::connect_timeout(addr, &self.client_id, REQUEST_TIMEOUT).ok()?;
             c.set_read_timeout(REQUEST_TIMEOUT).ok()?;
@@ -91,13 +84,13 @@ impl Routes {
         self.conns.get_mut(addr)
     }
 
-    fn forget(&mut self, addr: &str) {
+    pub(crate) fn forget(&mut self, addr: &str) {
         self.conns.remove(addr);
         self.leaders.clear();
     }
 
     /// Asks any broker where the leaders are.
-    fn refresh(&mut self) -> Option<MetadataInfo> {
+    pub(crate) fn refresh(&mut self) -> Option<MetadataInfo> {
         for addr in self.shared.bootstrap.clone() {
             let Some(c) = self.conn(&addr) else { continue };
             let topics = [TOPIC.to_string()];
@@ -130,101 +123,12 @@ impl Routes {
         }
     }
 
-    fn leader(&mut self, partition: i32) -> Option<String> {
+    pub(crate) fn leader(&mut self, partition: i32) -> Option<String> {
         if !self.leaders.contains_key(&partition) {
             self.refresh();
         }
         self.leaders.get(&partition).cloned()
     }
-}
-
-/// How a produce's error code ends it: codes the broker returns before it
-/// appends are `Fail`; any other may have left the record behind.
-fn produce_outcome(error: i16, base: i64) -> Outcome {
-    let certain_failures = [
-        ErrorCode::NotLeaderOrFollower,
-        ErrorCode::UnknownTopicOrPartition,
-        ErrorCode::LeaderNotAvailable,
-        ErrorCode::NotEnoughReplicas,
-    ];
-    if error == 0 {
-        Outcome::Ok { offset: Some(base) }
-    } else if certain_failures.iter().any(|c| *c as i16 == error) {
-        Outcome::Fail {
-            error: format!("error {error}"),
-        }
-    } else {
-        Outcome::Unknown {
-            error: format!("error {error}"),
-        }
-    }
-}
-
-/// Produces unique values to `partition` until stopped: one of a
-/// producer's threads, one a partition, as a Kafka producer sends each
-/// partition's batches on their own, so that one partition without a
-/// leader does not stop the others.
-pub fn produce_loop(shared: Shared, client: u32, partition: i32, acks: i16) {
-    let mut routes = Routes::new(shared.clone(), format!("chaos-producer-{client}-{partition}"));
-    let mut n: u64 = 0;
-    while !shared.stopped() {
-        n += 1;
-        let value = u64::from(client) << 40 | (partition as u64) << 32 | n;
-        let invoked_ms = shared.now_ms();
-        let outcome = produce_once(&mut routes, partition, value, acks);
-        let failed = !matches!(outcome, Outcome::Ok { .. });
-        shared.record(Op {
-            client,
-            kind: OpKind::Produce { partition, value },
-            invoked_ms,
-            completed_ms: shared.now_ms(),
-            outcome,
-        });
-        if failed {
-            std::thread::sleep(BACKOFF);
-        }
-    }
-}
-
-fn produce_once(routes: &mut Routes, partition: i32, value: u64, acks: i16) -> Outcome {
-    let Some(addr) = routes.leader(partition) else {
-        return Outcome::Fail {
-            error: "no leader known".into(),
-        };
-    };
-    let Some(c) = routes.conn(&addr) else {
-        routes.forget(&addr);
-        return Outcome::Fail {
-            error: format!("cannot connect to {addr}"),
-        };
-    };
-    let bytes = value.to_be_bytes();
-    let records = batch::build_batch(Offset(0), TimestampMs(now_unix_ms()), &[&bytes]);
-    let timeout_ms = REQUEST_TIMEOUT.as_millis() as i32 / 2;
-    let answer = c
-        .call(PRODUCE_KEY, codec::PRODUCE_V, |w| {
-            codec::produce(w, acks, timeout_ms, TOPIC, partition, &records)
-        })
-        .and_then(|mut r| Ok(codec::decode_produce(&mut r)?));
-    match answer {
-        Ok((error, base)) => {
-            if error != 0 {
-                routes.leaders.remove(&partition);
-            }
-            produce_outcome(error, base)
-        }
-        Err(e) => {
-            routes.forget(&addr);
-            Outcome::Unknown { error: e.to_string() }
-        }
-    }
-}
-
-fn now_unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The (offset, value) of every record in `bytes` (uncompressed batches,
@@ -394,6 +298,7 @@ pub fn metadata(shared: &Shared) -> Option<MetadataInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrite_engine::types::{Offset, TimestampMs};
 
     #[test]
     fn values_decode_from_batches_back_to_back() {
@@ -403,14 +308,5 @@ mod tests {
         bytes.extend_from_slice(&b);
         bytes.extend_from_slice(&b[..20]);
         assert_eq!(decode_values(&bytes), vec![(5, 7), (6, 8), (7, 9)]);
-    }
-
-    #[test]
-    fn errors_before_the_append_fail_the_others_leave_it_unknown() {
-        assert_eq!(produce_outcome(0, 4), Outcome::Ok { offset: Some(4) });
-        assert!(matches!(produce_outcome(6, -1), Outcome::Fail { .. }));
-        assert!(matches!(produce_outcome(19, -1), Outcome::Fail { .. }));
-        assert!(matches!(produce_outcome(20, -1), Outcome::Unknown { .. }));
-        assert!(matches!(produce_outcome(7, -1), Outcome::Unknown { .. }));
     }
 }
