@@ -54,12 +54,17 @@ impl RunConfig {
     /// The command line that repeats this run.
     pub fn command(&self) -> String {
         format!(
-            "ferrite-chaos run --fault {} --seconds {} --seed {} --acks {} --min-insync {}{}",
+            "ferrite-chaos run --fault {} --seconds {} --recovery-seconds {} --seed {} --acks {} --min-insync {} \
+             --brokers {} --partitions {} --producers {}{}",
             self.fault,
             self.fault_seconds,
+            self.recovery_seconds,
             self.seed,
             self.acks,
             self.min_insync_replicas,
+            self.brokers,
+            self.partitions,
+            self.producers,
             if self.unclean_leader_election { " --unclean" } else { "" }
         )
     }
@@ -300,4 +305,31 @@ fn roles(shared: &Shared, brokers: usize) -> Result<Roles, ChaosError> {
             0
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_repeats_every_setting() {
+        let cfg = RunConfig {
+            fault: Fault::LoseIsr,
+            fault_seconds: 8,
+            recovery_seconds: 6,
+            seed: 3,
+            acks: -1,
+            min_insync_replicas: 2,
+            unclean_leader_election: true,
+            brokers: 3,
+            partitions: 4,
+            producers: 5,
+            ferrite: PathBuf::from("ferrite"),
+        };
+        assert_eq!(
+            cfg.command(),
+            "ferrite-chaos run --fault lose-isr --seconds 8 --recovery-seconds 6 --seed 3 --acks -1 --min-insync 2 \
+             --brokers 3 --partitions 4 --producers 5 --unclean"
+        );
+    }
 }
