@@ -81,11 +81,27 @@ fn check_data_dir(dir: &std::path::Path) -> Result<(), ServerError> {
     std::fs::remove_file(&probe).map_err(|e| refused("cannot remove a file in it", e))
 }
 
+/// No other socket listens on the Kafka or metrics address (see
+/// [`crate::net::port_taken`]).
+fn check_listen_addresses(config: &BrokerConfig) -> Result<(), ServerError> {
+    let taken = |what: &str, addr: std::net::SocketAddr, e: std::io::Error| {
+        ServerError::Other(format!("{what} on {addr}: {e} (is another broker running there?)"))
+    };
+    crate::net::port_taken::check_free(config.listen).map_err(|e| taken("listen", config.listen, e))?;
+    if let Some(addr) = config.metrics_listen {
+        crate::net::port_taken::check_free(addr).map_err(|e| taken("metrics listen", addr, e))?;
+    }
+    Ok(())
+}
+
 impl Server {
     /// Opens the metadata and the logs (recovering them if needed) and
     /// starts listening. Returns once every shard serves.
     pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
         check_data_dir(&config.log_dir)?;
+        // Before recovery and registration, so that a second broker on a
+        // taken port fails at once; again just before binding.
+        check_listen_addresses(&config)?;
         let mut config = config;
         let (soft_limit, _) = crate::open_files::raise_to_hard();
         crate::metrics::install();
@@ -206,6 +222,13 @@ impl Server {
         // metrics first, so that a broker answering Kafka requests is
         // already scraped.
         let handle = runtime.handle();
+        if let Err(e) = check_listen_addresses(&config) {
+            runtime.stop();
+            if let Some(c) = cluster {
+                c.stop();
+            }
+            return Err(e);
+        }
         if let Some(addr) = config.metrics_listen {
             let served = futures_lite::future::block_on(handle.submit(
                 ferrite_engine::ShardId(0),

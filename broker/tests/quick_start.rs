@@ -214,3 +214,49 @@ fn an_unusable_data_dir_stops_the_broker_at_start_with_its_path() {
     );
     assert!(!said.contains("ferrite is serving"), "{said}");
 }
+
+#[test]
+fn a_second_broker_on_a_taken_port_refuses_to_start_and_the_first_keeps_every_connection() {
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let bootstrap = format!("127.0.0.1:{}", ferrite_testkit::free_port());
+    let args = |dir: &str| -> Vec<String> {
+        ["standalone", "--listen", &bootstrap, "--data-dir", dir]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let (first, _) = start_in(fresh.path(), &args("first"));
+    let mut second = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(args("second"))
+        .current_dir(fresh.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ferrite");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while second.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = second.kill();
+            stop(first);
+            panic!("a second broker started on the first one's port");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = second.wait_with_output().expect("second's output");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&bootstrap) && said.contains("in use"), "{said}");
+    assert!(!said.contains("ferrite is serving"), "{said}");
+    // Every connection reaches the first broker (sharing the port, some
+    // would have created their topic in the second one's directory).
+    for n in 0..8 {
+        let topic = format!("only-first-{n}");
+        round_trip(&bootstrap, &topic);
+        assert!(
+            fresh.path().join("first").join(format!("{topic}-0")).is_dir(),
+            "{topic}"
+        );
+    }
+    stop(first);
+}

@@ -3,6 +3,7 @@
 pub mod connection;
 pub mod direct_read;
 pub mod gather;
+pub mod port_taken;
 pub mod read_ahead;
 pub mod recv;
 pub mod sendfile;

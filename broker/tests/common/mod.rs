@@ -32,8 +32,19 @@ impl Broker {
             dir,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
         };
-        b.spawn();
-        b
+        // A port handed out by free_port can be taken again before the
+        // broker binds it (another test's broker or client): the broker
+        // then refuses to start, and another port is tried.
+        for _ in 0..5 {
+            match b.try_spawn() {
+                Ok(()) => return b,
+                Err(log) if log.contains("is another broker running there") => {
+                    b.port = ferrite_testkit::free_port();
+                }
+                Err(log) => panic!("ferrite exited: {log}"),
+            }
+        }
+        panic!("no free port for ferrite in 5 tries: {}", b.log_text())
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -49,6 +60,14 @@ impl Broker {
     }
 
     pub fn spawn(&mut self) {
+        if let Err(log) = self.try_spawn() {
+            panic!("ferrite exited: {log}");
+        }
+    }
+
+    /// Starts the broker and waits until it answers; `Err` with its log if
+    /// it exited instead.
+    fn try_spawn(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -78,13 +97,17 @@ impl Broker {
                     awaiting: Default::default(),
                 };
                 c.stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
-                c.send(&kafka_protocol::messages::ApiVersionsRequest::default(), 0);
-                if c.response::<kafka_protocol::messages::ApiVersionsRequest>(0).is_some() {
-                    break;
+                let probe = c.frame(&kafka_protocol::messages::ApiVersionsRequest::default(), 0);
+                if c.send_raw(&probe).is_ok() {
+                    c.awaiting.push_back(c.correlation);
+                    if c.response::<kafka_protocol::messages::ApiVersionsRequest>(0).is_some() {
+                        return Ok(());
+                    }
                 }
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("ferrite exited with {status}: {}", self.log_text());
+                self.child = None;
+                return Err(format!("{status}: {}", self.log_text()));
             }
             assert!(
                 Instant::now() < deadline,
