@@ -33,7 +33,8 @@ pub fn engine(e: &EngineError) -> ErrorCode {
         | EngineError::CorruptBelowRecoveryPoint { .. }
         | EngineError::BadFile { .. }
         | EngineError::BadLeaderEpochFile { .. }
-        | EngineError::PartitionOffline { .. } => ErrorCode::KafkaStorageError,
+        | EngineError::PartitionOffline { .. }
+        | EngineError::Damaged { .. } => ErrorCode::KafkaStorageError,
         EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         // Retriable: the client refreshes its metadata and tries again.
         EngineError::ShardGone { .. } => ErrorCode::NotLeaderOrFollower,

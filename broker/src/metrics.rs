@@ -207,6 +207,11 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
         metrics::gauge!("ferrite_log_file_opens", "shard" => label.clone()).set(files.opens as f64);
         metrics::gauge!("ferrite_log_file_evictions", "shard" => label.clone()).set(files.evictions as f64);
         metrics::gauge!("ferrite_fetch_sessions", "shard" => label.clone()).set(shard.fetch_sessions.count() as f64);
+        let scrub = shard.logs.scrub_stats();
+        metrics::counter!("ferrite_scrub_verified_bytes_total", "shard" => label.clone())
+            .absolute(scrub.bytes_verified);
+        metrics::counter!("ferrite_scrub_damage_found_total", "shard" => label.clone()).absolute(scrub.damage_found);
+        metrics::counter!("ferrite_scrub_passes_total", "shard" => label.clone()).absolute(scrub.passes);
         metrics::counter!("ferrite_follower_fetch_quiet_total", "shard" => label.clone())
             .absolute(shard.follower_views.quiet_answers());
         if let Some(replicas) = &shard.replicas {

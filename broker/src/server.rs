@@ -57,6 +57,8 @@ fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
     m.checkpoint_interval_ms = c.checkpoint_interval_ms;
     m.cache_bytes_per_shard = c.cache_bytes_per_shard;
     m.open_files_per_shard = c.open_files_per_shard;
+    m.scrub_bytes_per_second = c.scrub_bytes_per_second;
+    m.scrub_interval_ms = c.scrub_interval_ms;
     m
 }
 

@@ -89,6 +89,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests (builds with the fault-injection feature): drop the answer of every N-th produce (0: never)."),
     b!("ferrite.log.cache.bytes.per.shard", Long, Some("67108864"), "Ferrite: bytes of recent batches a shard's partitions keep in memory together; the longest cached go first."),
     b!("ferrite.log.open.files.per.shard", Int, Some("0"), "Ferrite: segment files a shard keeps open at most, the least recently used closed beyond it; 0 derives it from the open-files limit, keeping a quarter (at least 1024) for connections."),
+    b!("ferrite.scrub.bytes.per.second", Long, Some("16777216"), "Ferrite: how fast each shard re-reads its closed segments to check every batch's CRC (bit rot); 0 turns the scrubber off. A damaged range is no longer served, and a follower fetches it again."),
+    b!("ferrite.scrub.interval.ms", Long, Some("3600000"), "Ferrite: milliseconds from the end of one scrub pass over a shard's logs to the start of the next."),
     b!("ferrite.io.memory.bytes.per.shard", Long, Some("8388608"), "Ferrite: each shard's pool of buffers registered with io_uring for direct writes and reads, resident from the start; a segment's write groups are at most an eighth of it. Smaller saves memory, larger keeps more and larger writes in flight without pinning pages per write."),
     b!("ferrite.shards", Int, Some("0"), "Ferrite: shards (threads), 0 for one per CPU."),
     b!("ferrite.cpu.pinning", String, Some("per-cpu"), "Ferrite: per-cpu pins each shard to a CPU; none leaves it to the kernel."),

@@ -53,6 +53,12 @@ pub struct BrokerConfig {
     /// `ferrite.log.open.files.per.shard`: segment files a shard keeps
     /// open at most; 0 derives it from the open-files limit at start.
     pub open_files_per_shard: usize,
+    /// `ferrite.scrub.bytes.per.second`: how fast each shard re-reads its
+    /// closed segments to find damage; 0 turns the scrubber off.
+    pub scrub_bytes_per_second: u64,
+    /// `ferrite.scrub.interval.ms`: from the end of one scrub pass to the
+    /// start of the next.
+    pub scrub_interval_ms: u64,
     /// `ferrite.io.memory.bytes.per.shard`: each shard's pool of buffers
     /// registered with io_uring for direct writes and reads (pinned, so
     /// resident from the start).
@@ -188,6 +194,8 @@ impl Default for BrokerConfig {
             checkpoint_interval_ms: 60_000,
             cache_bytes_per_shard: ferrite_engine::log_manager::CACHE_BYTES_PER_SHARD_DEFAULT,
             open_files_per_shard: 0,
+            scrub_bytes_per_second: ferrite_engine::log_manager::SCRUB_BYTES_PER_SECOND_DEFAULT,
+            scrub_interval_ms: ferrite_engine::log_manager::SCRUB_INTERVAL_MS_DEFAULT,
             io_memory_bytes_per_shard: ferrite_engine::shard::IO_MEMORY_BYTES_DEFAULT,
             write_mode: WriteMode::Direct,
             log_preallocate: false,
@@ -321,6 +329,8 @@ impl BrokerConfig {
                 "log.flush.offset.checkpoint.interval.ms" => self.checkpoint_interval_ms = num(k, v)?,
                 "ferrite.log.cache.bytes.per.shard" => self.cache_bytes_per_shard = num(k, v)?,
                 "ferrite.log.open.files.per.shard" => self.open_files_per_shard = num(k, v)?,
+                "ferrite.scrub.bytes.per.second" => self.scrub_bytes_per_second = num(k, v)?,
+                "ferrite.scrub.interval.ms" => self.scrub_interval_ms = num(k, v)?,
                 "ferrite.io.memory.bytes.per.shard" => {
                     self.io_memory_bytes_per_shard = num(k, v)?;
                     if !(IO_MEMORY_BYTES_MIN..=IO_MEMORY_BYTES_MAX).contains(&self.io_memory_bytes_per_shard) {

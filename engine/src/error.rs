@@ -118,6 +118,16 @@ pub enum EngineError {
     #[error("partition {tp} is offline: {reason}")]
     PartitionOffline { tp: TopicPartition, reason: String },
 
+    /// The scrubber found the batch at `offset` damaged on the device; the
+    /// range is not served until it is healed or removed.
+    #[error("partition {tp}: damaged data at offset {offset} in {}: {reason}", path.display())]
+    Damaged {
+        tp: TopicPartition,
+        offset: Offset,
+        path: PathBuf,
+        reason: String,
+    },
+
     #[error("partition {tp} is not on this shard")]
     UnknownPartition { tp: TopicPartition },
 

@@ -55,6 +55,7 @@ pub mod record;
 pub mod recovery;
 pub mod retention;
 pub mod scan;
+pub mod scrub;
 pub mod segment;
 pub mod segment_appender;
 pub mod segment_load;

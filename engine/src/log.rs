@@ -159,6 +159,8 @@ pub struct PartitionLog {
     pub(crate) cache: Rc<RefCell<BatchCache>>,
     pub(crate) flush_state: RefCell<FlushState>,
     pub(crate) poison: RefCell<Option<Poison>>,
+    /// A range the scrubber found damaged, not served ([`crate::scrub`]).
+    pub(crate) damage: RefCell<Option<crate::scrub::Damage>>,
     pub(crate) closed: Cell<bool>,
     /// The order in which appends (and truncation, and close) take their
     /// turn to assign offsets and reserve bytes.

@@ -47,6 +47,28 @@ pub struct LogManagerConfig {
     /// Segment files the shard keeps open at most; the least recently used
     /// close beyond it (`ferrite.log.open.files.per.shard`).
     pub open_files_per_shard: usize,
+    /// How fast the shard's scrubber reads closed segments; 0 turns it off
+    /// (`ferrite.scrub.bytes.per.second`, see [`crate::scrub`]).
+    pub scrub_bytes_per_second: u64,
+    /// From the end of one scrub pass over the shard's logs to the start of
+    /// the next; the first starts one interval after the shard opened
+    /// (`ferrite.scrub.interval.ms`).
+    pub scrub_interval_ms: u64,
+}
+
+/// The default of [`LogManagerConfig::scrub_bytes_per_second`]: a pass
+/// over 1 TB takes about a day.
+pub const SCRUB_BYTES_PER_SECOND_DEFAULT: u64 = 16 << 20;
+
+/// The default of [`LogManagerConfig::scrub_interval_ms`]: one hour.
+pub const SCRUB_INTERVAL_MS_DEFAULT: u64 = 3_600_000;
+
+/// What a shard's scrubber has done since the broker started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScrubStats {
+    pub bytes_verified: u64,
+    pub damage_found: u64,
+    pub passes: u64,
 }
 
 /// The default of [`LogManagerConfig::cache_bytes_per_shard`].
@@ -74,6 +96,8 @@ impl LogManagerConfig {
             checkpoint_interval_ms: 60_000,
             cache_bytes_per_shard: CACHE_BYTES_PER_SHARD_DEFAULT,
             open_files_per_shard: OPEN_FILES_PER_SHARD_DEFAULT,
+            scrub_bytes_per_second: SCRUB_BYTES_PER_SECOND_DEFAULT,
+            scrub_interval_ms: SCRUB_INTERVAL_MS_DEFAULT,
         }
     }
 }
@@ -121,6 +145,7 @@ pub struct LogManager {
     creating: RefCell<BTreeMap<TopicPartition, bool>>,
     stopping: Cell<bool>,
     tasks: RefCell<Vec<glommio::task::JoinHandle<()>>>,
+    scrub_stats: Cell<ScrubStats>,
 }
 
 impl LogManager {
@@ -158,6 +183,7 @@ impl LogManager {
             creating: RefCell::new(BTreeMap::new()),
             stopping: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
+            scrub_stats: Cell::new(ScrubStats::default()),
         });
         manager
             .doomed
@@ -445,6 +471,38 @@ impl LogManager {
         }
     }
 
+    /// What the scrubber has done so far.
+    pub fn scrub_stats(&self) -> ScrubStats {
+        self.scrub_stats.get()
+    }
+
+    /// One scrub pass: every log's closed segments, at the configured rate.
+    pub async fn run_scrub(&self) {
+        let rate = self.config.scrub_bytes_per_second;
+        if rate == 0 {
+            return;
+        }
+        let mut pacer = crate::scrub::ScrubPacer::new(rate);
+        for log in self.snapshot() {
+            if self.stopping.get() {
+                return;
+            }
+            let outcome = log.scrub(&mut pacer).await;
+            let mut stats = self.scrub_stats.get();
+            match outcome {
+                Ok(o) => {
+                    stats.bytes_verified += o.bytes_verified;
+                    stats.damage_found += u64::from(o.damage.is_some());
+                }
+                Err(e) => tracing::warn!(tp = %log.topic_partition(), error = %e, "scrub failed"),
+            }
+            self.scrub_stats.set(stats);
+        }
+        let mut stats = self.scrub_stats.get();
+        stats.passes += 1;
+        self.scrub_stats.set(stats);
+    }
+
     async fn run_checkpoints(&self) {
         for log in self.snapshot() {
             if log.is_poisoned() {
@@ -471,6 +529,7 @@ impl LogManager {
             (Task::Retention, self.config.retention_check_interval_ms),
             (Task::Flush, self.config.flush_scheduler_interval_ms),
             (Task::Checkpoint, self.config.checkpoint_interval_ms),
+            (Task::Scrub, self.config.scrub_interval_ms),
         ];
         for (task, ms) in intervals {
             let me = self.clone();
@@ -488,6 +547,7 @@ impl LogManager {
                             me.run_flush_check().await
                         }
                         Task::Checkpoint => me.run_checkpoints().await,
+                        Task::Scrub => me.run_scrub().await,
                     }
                 }
             })
@@ -525,6 +585,7 @@ enum Task {
     Retention,
     Flush,
     Checkpoint,
+    Scrub,
 }
 
 #[cfg(test)]

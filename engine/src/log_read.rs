@@ -117,7 +117,7 @@ impl PartitionLog {
     /// Reads whole batches from the one holding `from`, below `upper`.
     pub async fn read(&self, from: Offset, max_bytes: usize, upper: Offset, limit: SizeLimit) -> Result<LogRead> {
         let end = self.check_readable(from, self.log_end_offset())?;
-        let upper = upper.min(end);
+        let upper = self.below_damage(from, upper.min(end))?;
         if from >= upper {
             return Ok(LogRead::empty(from));
         }
@@ -192,6 +192,7 @@ impl PartitionLog {
     pub async fn read_for_replica(&self, from: Offset, max_bytes: usize, limit: SizeLimit) -> Result<LogRead> {
         let reserved = self.reserved_end_offset();
         let end = self.check_readable(from, reserved)?;
+        let reserved = self.below_damage(from, reserved)?;
         let at_least_one = limit == SizeLimit::AtLeastOneBatch;
         if let Some(hit) = self.cache.borrow().read(from, max_bytes, reserved, at_least_one) {
             // Empty: the batch at `from` is over `max_bytes` (strict), which
@@ -211,7 +212,7 @@ impl PartitionLog {
             // or evicted): it is being written; wait for that, briefly.
             self.wait_end_past(from, UNCACHED_WAIT_MAX).await;
         }
-        let end = self.log_end_offset();
+        let end = self.below_damage(from, self.log_end_offset())?;
         if from >= end {
             return Ok(LogRead::empty(from));
         }
@@ -239,7 +240,7 @@ impl PartitionLog {
         n.checked_sub(1).map(|i| segs[i].clone())
     }
 
-    fn segment_after(&self, base: Offset) -> Option<Rc<Segment>> {
+    pub(crate) fn segment_after(&self, base: Offset) -> Option<Rc<Segment>> {
         let segs = self.segments.borrow();
         let n = segs.partition_point(|s| s.base() <= base);
         segs.get(n).cloned()

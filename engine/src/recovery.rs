@@ -236,6 +236,7 @@ impl PartitionLog {
             offsets: std::cell::RefCell::new(LogOffsets::new(log_start, durable, end)),
             recovery_point: std::cell::Cell::new(recovery_point),
             poison: std::cell::RefCell::new(None),
+            damage: std::cell::RefCell::new(None),
             closed: std::cell::Cell::new(false),
             turns: crate::fifo::TurnOrder::new(),
             flush_lock: Semaphore::new(1),

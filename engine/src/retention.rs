@@ -185,6 +185,7 @@ impl PartitionLog {
             .map(|s| s.base())
             .unwrap_or_else(|| unreachable!());
         self.offsets.borrow_mut().advance_log_start(new_start);
+        self.forget_damage_if_gone();
         self.cache.borrow_mut().drop_below(new_start);
         let moved = self.epochs.borrow_mut().truncate_from_start(new_start);
         self.epochs_changed(moved);

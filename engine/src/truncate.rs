@@ -117,6 +117,7 @@ impl PartitionLog {
             self.truncate_within(offset).await
         };
         let end = result.map_err(|e| self.poison_with(e))?;
+        self.forget_damage_if_gone();
         self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
         self.rebuild_producers().await.map_err(|e| self.poison_with(e))?;
         self.store_checkpoint(Shutdown::Unclean).await?;
@@ -152,16 +153,34 @@ impl PartitionLog {
         Ok(offset)
     }
 
-    async fn truncate_within(&self, offset: Offset) -> Result<Offset> {
+    /// Where a cut for `offset` goes: the segment, the byte position and
+    /// the new log end. At a damaged range the scrubber found, when the cut
+    /// would keep it: there the walk over batch headers could not go on.
+    async fn find_cut(&self, offset: Offset) -> Result<(Rc<Segment>, u64, Offset)> {
+        let damaged = self.damage.borrow().clone();
+        if let Some(d) = damaged.filter(|d| d.offset <= offset) {
+            if let Some(segment) = self.segment_for(d.segment_base).filter(|s| s.base() == d.segment_base) {
+                return Ok((segment, d.position, d.offset));
+            }
+        }
         let segment = self.segment_for(offset).unwrap_or_else(|| self.active());
-        // Find the cut before touching anything.
         let reader = segment.reader().await?;
         let seg_end = segment.readable_end();
         let (_, index_pos) = segment.index_lookup(offset);
-        let (cut_pos, new_next) = match reader.find_offset(index_pos, offset, seg_end).await? {
-            Some((pos, info)) => (pos, info.base_offset),
-            None => (seg_end, segment.next_offset()),
-        };
+        Ok(match reader.find_offset(index_pos, offset, seg_end).await? {
+            Some((pos, info)) => (segment, pos, info.base_offset),
+            None => {
+                let next = segment.next_offset();
+                (segment, seg_end, next)
+            }
+        })
+    }
+
+    async fn truncate_within(&self, offset: Offset) -> Result<Offset> {
+        // Find the cut before touching anything.
+        let (segment, cut_pos, new_next) = self.find_cut(offset).await?;
+        let reader = segment.reader().await?;
+        let seg_end = segment.readable_end();
         // Durable first: a recovery point at or below the cut.
         let rp = self.recovery_point.get();
         if rp.offset > new_next || rp.segment_base > segment.base() {

@@ -140,6 +140,26 @@ impl PartitionReplica {
         }
     }
 
+    /// The scrubber found this replica's log damaged from `offset` (the
+    /// range is fenced: not served). A fetching follower cuts its log there
+    /// and fetches the range again from its leader, which heals it; the
+    /// cut may go below the HW, which follows the log end down. Anywhere
+    /// else (a leader, a follower between leaders or truncating) nothing
+    /// happens here: the range stays fenced, and a follower's next fetch
+    /// round asks again.
+    pub fn damage_found(&mut self, offset: Offset) {
+        let Role::Follower(FollowerState {
+            leader: Some(leader),
+            phase: FollowerPhase::Fetching,
+        }) = self.role
+        else {
+            return;
+        };
+        if offset < self.offsets.leo() {
+            self.truncate_then(leader, offset, AfterTruncation::Fetch);
+        }
+    }
+
     /// The leader answered a fetch with OFFSET_OUT_OF_RANGE: its log is now
     /// `[leader_log_start, leader_log_end)`.
     pub fn fetch_out_of_range(&mut self, leader_log_start: Offset, leader_log_end: Offset, history: &dyn EpochHistory) {

@@ -246,7 +246,9 @@ impl LocalReplica {
     /// log start, by a fetch sent in leader epoch `fetched_in`. Like Kafka's
     /// followers, a follower follows the leader's log start: its segments
     /// wholly below it go (what the leader deleted by compaction, say, which
-    /// the follower's own retention would keep).
+    /// the follower's own retention would keep). A range the scrubber
+    /// fenced is cut away here, to be fetched again (see
+    /// `PartitionReplica::damage_found`).
     pub async fn append_fetched(
         &self,
         records: Bytes,
@@ -278,6 +280,9 @@ impl LocalReplica {
             );
         }
         self.state.borrow_mut().fetched(local_log(&self.log), leader_hw);
+        if let Some(damage) = self.log.damage() {
+            self.state.borrow_mut().damage_found(damage.offset);
+        }
         self.run_actions().await
     }
 

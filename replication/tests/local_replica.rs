@@ -61,10 +61,14 @@ fn run<T>(f: impl std::future::Future<Output = T>) -> T {
 }
 
 async fn node(id: BrokerId, dir: &Path, min_isr: usize) -> Node {
+    node_with(id, dir, min_isr, LogConfig::default()).await
+}
+
+async fn node_with(id: BrokerId, dir: &Path, min_isr: usize, config: LogConfig) -> Node {
     let log = PartitionLog::open(OpenParams {
         tp: TopicPartition::new("t", 0),
         dir: dir.to_path_buf(),
-        config: LogConfig::default(),
+        config,
         mode: WriteMode::Buffered,
         clock: Rc::new(SystemClock),
         repair: Repair::Refuse,
@@ -396,5 +400,84 @@ fn a_fetch_in_flight_when_the_leader_changes_is_cut_by_the_truncation() {
         pump(&[&b, &c], &zk, 3).await;
         assert_eq!(b.replica.log().log_end_offset(), Offset(6));
         assert_eq!(all_bytes(b.replica.log()).await, all_bytes(c.replica.log()).await);
+    });
+}
+
+/// The scrubber finds a byte changed in a closed segment of a follower, far
+/// below the HW: the follower stops serving the range, cuts its log there
+/// at its next fetch round and fetches the rest again, ending identical to
+/// the leader.
+#[test]
+fn a_follower_heals_a_damaged_range_by_fetching_it_again() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run(async {
+        let small = LogConfig {
+            segment_bytes: 2048,
+            ..LogConfig::default()
+        };
+        let a = node_with(A, da.path(), 1, small.clone()).await;
+        let b = node_with(B, db.path(), 1, small).await;
+        let zk = RefCell::new(1);
+        for n in [&a, &b] {
+            n.replica
+                .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
+                .await
+                .unwrap();
+        }
+        // Fetched a batch at a time, so that the follower's log rolls too.
+        for fill in 0..30u8 {
+            a.replica
+                .produce(batch(4, fill), Acks::Leader, MonoMs(u64::MAX))
+                .await
+                .unwrap();
+            pump(&[&a, &b], &zk, 1).await;
+        }
+        pump(&[&a, &b], &zk, 2).await;
+        let end = a.replica.log().log_end_offset();
+        assert_eq!((b.replica.log().log_end_offset(), b.replica.hw()), (end, end));
+        b.replica.log().flush().await.unwrap();
+        let mut files: Vec<_> = std::fs::read_dir(db.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        files.sort();
+        assert!(files.len() > 3, "{files:?}");
+        // A record byte in the second segment's first batch.
+        let victim = &files[1];
+        let bytes = std::fs::read(victim).unwrap();
+        let first = ferrite_engine::batch::peek(&bytes).unwrap();
+        let mut damaged = bytes.clone();
+        damaged[first.size as usize - 20] ^= 0x5a;
+        std::fs::write(victim, &damaged).unwrap();
+        let found = b
+            .replica
+            .log()
+            .scrub(&mut ferrite_engine::scrub::ScrubPacer::new(1 << 30))
+            .await
+            .unwrap()
+            .damage
+            .expect("damage found");
+        assert_eq!(found.offset, first.base_offset);
+        assert!(found.offset < b.replica.hw(), "far below the HW");
+        assert!(b
+            .replica
+            .log()
+            .read(found.offset, 1 << 20, end, SizeLimit::AtLeastOneBatch)
+            .await
+            .is_err());
+        pump(&[&a, &b], &zk, 6).await;
+        assert!(!b.replica.log().is_damaged(), "the range was cut away");
+        assert_eq!(b.replica.log().log_end_offset(), end);
+        assert_eq!(b.replica.hw(), end);
+        assert_eq!(all_bytes(b.replica.log()).await, all_bytes(a.replica.log()).await);
+        // The rewritten segment checks clean.
+        let again = b
+            .replica
+            .log()
+            .scrub(&mut ferrite_engine::scrub::ScrubPacer::new(1 << 30))
+            .await
+            .unwrap();
+        assert!(again.damage.is_none());
     });
 }

@@ -553,7 +553,8 @@ async fn fetch(
         cursor = at + 1;
         let e = &view.entries[at];
         let repeat = Some((p.high_watermark, p.log_start_offset));
-        if p.error == 0 && p.records.is_empty() && e.last == repeat {
+        // A fenced damaged range is cut away when an answer is applied.
+        if p.error == 0 && p.records.is_empty() && e.last == repeat && !e.replica.log().is_damaged() {
             repeats += 1;
             continue;
         }
