@@ -435,6 +435,13 @@ impl BrokerShard {
         self.logs.get(tp)
     }
 
+    /// [`Self::local_log`] for a client's request: KAFKA_STORAGE_ERROR for a
+    /// partition whose log could not be opened, UNKNOWN_TOPIC_OR_PARTITION
+    /// for one this shard does not have.
+    pub fn served_log(&self, tp: &TopicPartition) -> Result<Rc<PartitionLog>, ferrite_protocol::errors::ErrorCode> {
+        self.logs.served(tp).map_err(|e| crate::error_map::engine(&e))
+    }
+
     /// Carries out `op` on shard 0's store and installs the result on every
     /// shard before returning. A topic created, or partitions added, whose
     /// logs could not all be created (open files, disk space, permissions)

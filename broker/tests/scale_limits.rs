@@ -25,8 +25,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::{
-    acks_all_everywhere, consume_all, create_partitions, create_topic, leaders_of, metadata, produce, serial,
-    wait_brokers, Cluster,
+    acks_all_everywhere, consume_all, create_partitions, create_topic, latest_offset, leaders_of, metadata, produce,
+    serial, wait_brokers, Cluster,
 };
 use common::Broker;
 
@@ -161,7 +161,8 @@ fn partitions_that_cannot_be_added_whole_are_refused_and_taken_back() {
 
 /// A partition held offline (its segment could not be opened at start)
 /// fails every metadata installation on its shard; that is not the doing
-/// of a topic created or grown later, which is created as usual.
+/// of a topic created or grown later, which is created as usual. Requests
+/// for it are answered KAFKA_STORAGE_ERROR.
 #[test]
 fn an_offline_partition_does_not_undo_other_topics() {
     let mut b = Broker::start(&[]);
@@ -185,6 +186,10 @@ fn an_offline_partition_does_not_undo_other_topics() {
         assert_eq!(produce(&b.bootstrap(), "fine", p, 1, b"y"), (0, 0), "partition {p}");
     }
     assert!(b.log_text().contains("broken-0"), "the offline partition is logged");
+    // Clients are told the log is unusable, not that it does not exist.
+    const KAFKA_STORAGE_ERROR: i16 = 56;
+    assert_eq!(produce(&b.bootstrap(), "broken", 0, 1, b"z").0, KAFKA_STORAGE_ERROR);
+    assert_eq!(latest_offset(&b.bootstrap(), "broken", 0).0, KAFKA_STORAGE_ERROR);
 }
 
 /// In a cluster, a topic that one replica broker cannot create whole is

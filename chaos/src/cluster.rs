@@ -20,6 +20,11 @@ use crate::net::{self, NodeNumber};
 
 pub const BROKER_PORT: u16 = 9092;
 pub const ZK_SERVERS: usize = 3;
+/// Small segments, so that a run rolls many (under every fault) and has
+/// closed segments for bit rot to hit.
+pub const SEGMENT_BYTES: u64 = 16 << 10;
+/// The brokers' scrubbers start a pass this long after the last.
+pub const SCRUB_INTERVAL_MS: u64 = 1_000;
 /// The ZooKeeper session timeout the brokers ask for.
 pub const ZK_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
@@ -63,7 +68,6 @@ impl Broker {
     }
 
     fn spawn(&mut self, ferrite: &Path) -> Result<(), ChaosError> {
-        let io = |op| move |source| ChaosError::Io { op, source };
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -210,6 +214,42 @@ impl Cluster {
         }
     }
 
+    /// Changes the last byte of the first batch of the newest closed
+    /// segment of `node`'s replica of `topic`-`partition` (a CRC-covered
+    /// byte: the batch's last record). Returns the file and position;
+    /// `None` when the replica has no closed segment, or the node is not a
+    /// broker.
+    pub fn rot(&self, node: Node, topic: &str, partition: i32) -> Result<Option<(PathBuf, u64)>, ChaosError> {
+        let Node::Broker(i) = node else { return Ok(None) };
+        let dir = self.brokers[i].data_dir().join(format!("{topic}-{partition}"));
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(io("list the partition's segments"))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        files.sort();
+        let Some(file) = files.len().checked_sub(2).map(|n| files[n].clone()) else {
+            return Ok(None);
+        };
+        let mut head = [0u8; ferrite_engine::batch::HEADER_BYTES];
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&file)
+            .map_err(io("open a segment to rot"))?;
+        use std::os::unix::fs::FileExt;
+        f.read_exact_at(&mut head, 0).map_err(io("read a batch header"))?;
+        let Ok(info) = ferrite_engine::batch::peek(&head) else {
+            return Ok(None);
+        };
+        let at = info.size as u64 - 1;
+        let mut byte = [0u8; 1];
+        f.read_exact_at(&mut byte, at).map_err(io("read the byte to rot"))?;
+        f.write_all_at(&[byte[0] ^ 0x10], at).map_err(io("rot a byte"))?;
+        f.sync_all().map_err(io("sync the rotted segment"))?;
+        Ok(Some((file, at)))
+    }
+
     fn root_path(&self) -> PathBuf {
         self.root.as_ref().map(|r| r.path().to_path_buf()).unwrap_or_default()
     }
@@ -249,12 +289,12 @@ impl Drop for Cluster {
 }
 
 fn write_config(b: &Broker, zk_connect: &str, extra: &[String]) -> Result<(), ChaosError> {
-    let io = |op| move |source| ChaosError::Io { op, source };
     std::fs::create_dir_all(b.data_dir()).map_err(io("create the broker's data dir"))?;
     let mut props = format!(
         "broker.id={}\nlisteners=PLAINTEXT://{}\nlog.dirs={}\nzookeeper.connect={zk_connect}\n\
          zookeeper.session.timeout.ms={}\nferrite.shards=1\nferrite.cpu.pinning=none\n\
-         replica.lag.time.max.ms=4000\nreplica.fetch.wait.max.ms=200\n",
+         replica.lag.time.max.ms=4000\nreplica.fetch.wait.max.ms=200\n\
+         log.segment.bytes={SEGMENT_BYTES}\nferrite.scrub.interval.ms={SCRUB_INTERVAL_MS}\n",
         b.id(),
         b.bootstrap(),
         b.data_dir().display(),
@@ -270,6 +310,11 @@ fn write_config(b: &Broker, zk_connect: &str, extra: &[String]) -> Result<(), Ch
         std::os::unix::fs::chown(&p, Some(uid), Some(uid)).map_err(io("chown the broker's files"))?;
     }
     Ok(())
+}
+
+/// An I/O error's context, for `map_err`.
+fn io(op: &'static str) -> impl FnOnce(std::io::Error) -> ChaosError {
+    move |source| ChaosError::Io { op, source }
 }
 
 /// The last lines of a log, for an error.

@@ -92,6 +92,10 @@ pub enum Action {
     HealNetwork,
     /// Wait this many milliseconds before the next action.
     Sleep(u64),
+    /// Bit rot: change the last byte of a closed segment's first batch in
+    /// the node's replica of the aimed-at partition (the broker's scrubber
+    /// is to find it and the cluster to heal it).
+    Rot(Node),
 }
 
 /// What a fault does when it starts and what undoes it.
@@ -146,10 +150,16 @@ pub enum Fault {
     /// ([`FLAP_CYCLES`] cycles of [`FLAP_CUT_MS`] cut, [`FLAP_JOINED_MS`]
     /// joined).
     FlapLeader,
+    /// Bit rot in a closed segment of the leader's replica: it hands
+    /// leadership over and fetches the range again.
+    RotLeader,
+    /// Bit rot in a closed segment of a follower's replica: it fetches the
+    /// range again.
+    RotFollower,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 16] = [
+    pub const ALL: [Fault; 18] = [
         Fault::None,
         Fault::KillLeader,
         Fault::KillFollower,
@@ -166,6 +176,8 @@ impl Fault {
         Fault::SplitLeaderMinority,
         Fault::Bridge,
         Fault::FlapLeader,
+        Fault::RotLeader,
+        Fault::RotFollower,
     ];
 
     pub fn name(self) -> &'static str {
@@ -186,6 +198,8 @@ impl Fault {
             Fault::SplitLeaderMinority => "split-leader-minority",
             Fault::Bridge => "bridge",
             Fault::FlapLeader => "flap-leader",
+            Fault::RotLeader => "rot-leader",
+            Fault::RotFollower => "rot-follower",
         }
     }
 
@@ -227,6 +241,15 @@ impl Fault {
             }
             Fault::FlapLeader => flap(leader, &roles.everyone_but(roles.leader)),
             Fault::LoseIsr => lose_isr(roles),
+            // Nothing to undo: healing is the cluster's own work.
+            Fault::RotLeader => Plan {
+                start: vec![Action::Rot(leader)],
+                heal: Vec::new(),
+            },
+            Fault::RotFollower => Plan {
+                start: vec![Action::Rot(Node::Broker(roles.follower()))],
+                heal: Vec::new(),
+            },
         }
     }
 }

@@ -230,6 +230,15 @@ fn execute(cluster: &mut Cluster, firewall: &Firewall, actions: &[Action]) -> Re
             Action::Cut(a, b) => firewall.cut(cluster::number(a), cluster::number(b))?,
             Action::HealNetwork => firewall.heal()?,
             Action::Sleep(ms) => std::thread::sleep(Duration::from_millis(ms)),
+            Action::Rot(n) => match cluster.rot(n, TOPIC, 0)? {
+                Some((path, at)) => eprintln!("ferrite-chaos: rotted byte {at} of {}", path.display()),
+                // A rot fault that changed nothing would prove nothing.
+                None => {
+                    return Err(ChaosError::Cluster(format!(
+                        "{n:?} has no closed segment of {TOPIC}-0 to rot"
+                    )))
+                }
+            },
         }
     }
     Ok(())

@@ -73,6 +73,15 @@ fn assert_served(report: &serde_json::Value, during_fault: bool) {
     );
 }
 
+/// The leader's replica rots in a closed segment: its scrubber finds it,
+/// leadership moves, and the old leader fetches the range again (the run
+/// compares every replica's bytes below the HW at the end).
+#[test]
+fn bit_rot_in_the_leaders_replica_is_healed_and_loses_nothing() {
+    let report = run("rot-leader", &[]);
+    assert_served(&report, true);
+}
+
 #[test]
 fn killing_the_leader_loses_nothing_acknowledged() {
     let report = run("kill-leader", &[]);

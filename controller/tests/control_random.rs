@@ -22,7 +22,7 @@ fn step(c: &mut Cluster, rng: &mut Rng, topics: &mut Vec<String>, serial: &mut u
         .map(BrokerId)
         .filter(|b| !c.live.contains_key(b))
         .collect();
-    match rng.index(11) {
+    match rng.index(12) {
         0 if live.len() > 1 => c.kill(rng.pick(&live)),
         1 if !dead.is_empty() => c.restart(rng.pick(&dead)),
         2 if live.len() > 1 => {
@@ -66,11 +66,28 @@ fn step(c: &mut Cluster, rng: &mut Rng, topics: &mut Vec<String>, serial: &mut u
             });
         }
         9 => shrink_some_isr(c, rng),
+        10 => damage_some_leader(c, rng),
         _ => {
             let live = c.live_brokers();
             c.run(Event::BrokersChanged { live });
         }
     }
+}
+
+/// A leader's scrubber finds its log damaged and announces it.
+fn damage_some_leader(c: &mut Cluster, rng: &mut Rng) {
+    let led: Vec<_> =
+        c.zk.states
+            .iter()
+            .filter_map(|(k, s)| Some((s.value.leader?, k.clone())))
+            .collect();
+    if led.is_empty() {
+        return;
+    }
+    let (broker, k) = led[rng.index(led.len())].clone();
+    c.run(Event::ReplicasDamaged {
+        replicas: vec![(broker, tp(&k.topic, k.partition))],
+    });
 }
 
 /// A leader drops a follower from its ISR (it fell behind), writing
@@ -134,6 +151,10 @@ fn run_seed(seed: u64) {
             c.restart(BrokerId(b));
         }
     }
+    // Replicas that left an ISR alive (a damaged leader's) rejoin once
+    // caught up: leaders expand ISRs after any event.
+    let live = c.live_brokers();
+    c.run(Event::BrokersChanged { live });
     c.run(Event::PreferredElection {
         partitions: None,
         origin: ElectionOrigin::AdminZnode,
@@ -147,7 +168,8 @@ fn run_seed(seed: u64) {
         assert_eq!(
             s.value.leader,
             Some(replicas[0]),
-            "{k}: preferred replica leads once all are back"
+            "{k}: preferred replica leads once all are back: {:?}",
+            s.value
         );
     }
     assert!(c.zk.deletions.is_empty(), "deletions finish once every broker is back");

@@ -441,3 +441,42 @@ fn a_broker_restarting_unnoticed_gets_its_state_again() {
     c.check_invariants();
     assert_eq!(c.brokers[&BrokerId(2)].replicas.len(), 12);
 }
+
+#[test]
+fn a_damaged_leader_hands_leadership_to_the_isr_and_leaves_it() {
+    let mut c = cluster_with_topic();
+    c.create_topic("solo", 1, 1, 1);
+    // Followers here are caught up at once; the damaged one is not.
+    c.leaders_expand_isr = false;
+    let tp = |t: &str, p: i32| ferrite_ids::TopicPartition::new(t, p);
+    let damaged = c.state("t", 0).leader.expect("a leader");
+    let follower = c.zk.topics["t"].replicas[1]
+        .iter()
+        .copied()
+        .find(|b| Some(*b) != c.state("t", 1).leader)
+        .expect("a follower");
+    let (epoch0, state1) = (c.leader_epoch("t", 0), c.state("t", 1).clone());
+    let solo = c.state("solo", 0).clone();
+    c.run(Event::ReplicasDamaged {
+        replicas: vec![
+            (damaged, tp("t", 0)),
+            (follower, tp("t", 1)),
+            (solo.leader.expect("a leader"), tp("solo", 0)),
+        ],
+    });
+    let s = c.state("t", 0).clone();
+    assert_ne!(s.leader, Some(damaged));
+    assert!(!s.isr.contains(&damaged), "{s:?}");
+    assert_eq!(s.isr.len(), 2);
+    assert_eq!(s.leader_epoch.0, epoch0.0 + 1);
+    let replicas = &c.zk.topics["t"].replicas[0];
+    assert_eq!(s.leader, replicas.iter().copied().find(|b| *b != damaged));
+    assert_eq!(*c.state("t", 1), state1, "a damaged follower heals by itself");
+    assert_eq!(*c.state("solo", 0), solo, "no other replica to lead: nothing moves");
+    c.check_invariants();
+    // A second report about a partition it no longer leads changes nothing.
+    c.run(Event::ReplicasDamaged {
+        replicas: vec![(damaged, tp("t", 0))],
+    });
+    assert_eq!(*c.state("t", 0), s);
+}

@@ -284,6 +284,23 @@ impl LogManager {
         Ok(())
     }
 
+    /// The log of `tp` for reads and writes: PartitionOffline when it
+    /// failed to open (KAFKA_STORAGE_ERROR to clients, as Kafka answers for
+    /// a replica on a failed log directory), else UnknownPartition when
+    /// this shard has no such log.
+    pub fn served(&self, tp: &TopicPartition) -> Result<Rc<PartitionLog>> {
+        if let Some(log) = self.get(tp) {
+            return Ok(log);
+        }
+        match self.offline.borrow().get(tp) {
+            Some(reason) => Err(EngineError::PartitionOffline {
+                tp: tp.clone(),
+                reason: reason.clone(),
+            }),
+            None => Err(EngineError::UnknownPartition { tp: tp.clone() }),
+        }
+    }
+
     /// Partitions that failed to open.
     pub fn offline(&self) -> Vec<(TopicPartition, String)> {
         self.offline

@@ -107,6 +107,10 @@ pub enum Action {
     StartFetching { leader: BrokerId, offset: Offset },
     /// Stop fetching this partition.
     StopFetching,
+    /// Leader: the log is damaged from `offset` (the scrubber fenced the
+    /// range); ask the controller to move leadership to another in-sync
+    /// replica, as [`PartitionReplica::damaged_while_leading`](crate::replica::PartitionReplica::damaged_while_leading) says.
+    Resign { offset: Offset },
 }
 
 /// Whether a request is a retry after an error (wait before sending).

@@ -143,11 +143,11 @@ impl PartitionReplica {
     /// The scrubber found this replica's log damaged from `offset` (the
     /// range is fenced: not served). A fetching follower cuts its log there
     /// and fetches the range again from its leader, which heals it; the
-    /// cut may go below the HW, which follows the log end down. Anywhere
-    /// else (a leader, a follower between leaders or truncating) nothing
-    /// happens here: the range stays fenced, and a follower's next fetch
-    /// round asks again.
-    pub fn damage_found(&mut self, offset: Offset) {
+    /// cut may go below the HW, which follows the log end down. A follower
+    /// between leaders or truncating does nothing here: the range stays
+    /// fenced, and its next fetch round tells it again. (A leader:
+    /// `damaged_while_leading`.)
+    pub fn damaged_while_following(&mut self, offset: Offset) {
         let Role::Follower(FollowerState {
             leader: Some(leader),
             phase: FollowerPhase::Fetching,

@@ -10,6 +10,10 @@ use crate::acks::AckWaiters;
 use crate::action::{Action, Commit, IsrWriteOutcome, LeaderAndIsr, LocalLog, ReplicaFetchGrant};
 use crate::error::{ReplicationError, Result};
 use crate::ids::{BrokerId, MonoMs, WaiterId};
+
+/// How long a damaged leader waits before asking again to hand leadership
+/// over ([`PartitionReplica::damaged_while_leading`]).
+pub const RESIGN_RETRY_MS: u64 = 30_000;
 use crate::isr::IsrState;
 use crate::replica::{FollowerProgress, LeaderState, PartitionReplica, Role};
 use crate::truncation::EpochHistory;
@@ -63,6 +67,7 @@ impl PartitionReplica {
             followers,
             waiters,
             epoch_start: leo,
+            resign_asked: None,
         });
         self.actions.push(Action::AssignEpoch { epoch: self.epoch });
         self.maybe_advance_hw();
@@ -202,6 +207,23 @@ impl PartitionReplica {
             });
         }
         self.maybe_shrink_isr(now);
+    }
+
+    /// The scrubber found this leader's log damaged from `offset` (the range
+    /// is fenced: consumers and followers are refused it). Asks the
+    /// controller to move leadership to another in-sync replica, which the
+    /// damaged log then follows and heals from; again every
+    /// [`RESIGN_RETRY_MS`] while it still leads (the notice may have been
+    /// lost, or no other replica was in sync yet).
+    pub fn damaged_while_leading(&mut self, offset: Offset, now: MonoMs) {
+        let Role::Leader(l) = &mut self.role else { return };
+        if l.resign_asked
+            .is_some_and(|at| now.0 < at.0.saturating_add(RESIGN_RETRY_MS))
+        {
+            return;
+        }
+        l.resign_asked = Some(now);
+        self.actions.push(Action::Resign { offset });
     }
 
     /// The outcome of the [`Action::WriteIsr`] made in `leader_epoch`.

@@ -54,6 +54,9 @@ pub trait ReplicaLinks {
     /// [`LocalReplica::append_fetched`].
     fn start_fetching(&self, tp: &TopicPartition, leader: BrokerId, offset: Offset);
     fn stop_fetching(&self, tp: &TopicPartition);
+    /// Ask the controller to move leadership of `tp` away from this broker
+    /// (its log is damaged from `offset`), as leader in `leader_epoch`.
+    fn resign(&self, tp: &TopicPartition, leader_epoch: LeaderEpoch, offset: Offset);
 }
 
 pub struct LocalReplica {
@@ -281,7 +284,7 @@ impl LocalReplica {
         }
         self.state.borrow_mut().fetched(local_log(&self.log), leader_hw);
         if let Some(damage) = self.log.damage() {
-            self.state.borrow_mut().damage_found(damage.offset);
+            self.state.borrow_mut().damaged_while_following(damage.offset);
         }
         self.run_actions().await
     }
@@ -309,9 +312,17 @@ impl LocalReplica {
     }
 
     pub async fn tick(&self, now: MonoMs) -> Result<(), ReplicaOpError> {
+        let damaged = if self.log.is_damaged() {
+            self.log.damage().map(|d| d.offset)
+        } else {
+            None
+        };
         let acted = {
             let mut state = self.state.borrow_mut();
             state.tick(now);
+            if let Some(offset) = damaged {
+                state.damaged_while_leading(offset, now);
+            }
             state.has_actions()
         };
         // Almost every tick finds nothing to do; actions another event left
@@ -380,6 +391,7 @@ impl LocalReplica {
             }
             Action::StartFetching { leader, offset } => self.links.start_fetching(tp, leader, offset),
             Action::StopFetching => self.links.stop_fetching(tp),
+            Action::Resign { offset } => self.links.resign(tp, self.leader_epoch(), offset),
         }
         Ok(())
     }

@@ -44,6 +44,9 @@ pub(crate) struct LeaderState {
     pub waiters: AckWaiters,
     /// The log end when this epoch began: a follower must reach it to rejoin.
     pub epoch_start: Offset,
+    /// When this leader last asked to hand leadership over because its log
+    /// is damaged ([`Action::Resign`]).
+    pub resign_asked: Option<MonoMs>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,6 +26,7 @@ enum Call {
     AskEpochEnd { leader: BrokerId, epoch: LeaderEpoch },
     Start(BrokerId),
     Stop,
+    Resign(LeaderEpoch, Offset),
 }
 
 #[derive(Default)]
@@ -43,6 +44,9 @@ impl ReplicaLinks for Links {
     }
     fn stop_fetching(&self, _tp: &TopicPartition) {
         self.0.borrow_mut().push(Call::Stop);
+    }
+    fn resign(&self, _tp: &TopicPartition, leader_epoch: LeaderEpoch, offset: Offset) {
+        self.0.borrow_mut().push(Call::Resign(leader_epoch, offset));
     }
 }
 
@@ -154,6 +158,7 @@ async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
                     }
                     Call::Start(leader) => *n.fetching.borrow_mut() = Some(leader),
                     Call::Stop => *n.fetching.borrow_mut() = None,
+                    Call::Resign(..) => {}
                 }
             }
             let Some(leader) = *n.fetching.borrow() else { continue };
@@ -479,5 +484,91 @@ fn a_follower_heals_a_damaged_range_by_fetching_it_again() {
             .await
             .unwrap();
         assert!(again.damage.is_none());
+    });
+}
+
+/// A damaged leader asks to hand leadership over (again after
+/// `RESIGN_RETRY_MS` while it still leads); once the controller makes it a
+/// follower of an in-sync replica, it cuts its log at the damage and
+/// fetches the range again.
+#[test]
+fn a_damaged_leader_asks_to_resign_and_heals_as_a_follower() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run(async {
+        let small = LogConfig {
+            segment_bytes: 2048,
+            ..LogConfig::default()
+        };
+        let a = node_with(A, da.path(), 1, small.clone()).await;
+        let b = node_with(B, db.path(), 1, small).await;
+        let zk = RefCell::new(1);
+        for n in [&a, &b] {
+            n.replica
+                .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
+                .await
+                .unwrap();
+        }
+        for fill in 0..30u8 {
+            a.replica
+                .produce(batch(4, fill), Acks::Leader, MonoMs(u64::MAX))
+                .await
+                .unwrap();
+            pump(&[&a, &b], &zk, 1).await;
+        }
+        pump(&[&a, &b], &zk, 2).await;
+        let end = a.replica.log().log_end_offset();
+        a.replica.log().flush().await.unwrap();
+        let mut files: Vec<_> = std::fs::read_dir(da.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        files.sort();
+        let victim = &files[2];
+        let mut bytes = std::fs::read(victim).unwrap();
+        let first = ferrite_engine::batch::peek(&bytes).unwrap();
+        bytes[30] ^= 0x01;
+        std::fs::write(victim, &bytes).unwrap();
+        let found = a
+            .replica
+            .log()
+            .scrub(&mut ferrite_engine::scrub::ScrubPacer::new(1 << 30))
+            .await
+            .unwrap()
+            .damage
+            .expect("damage found");
+        assert_eq!(found.offset, first.base_offset);
+        let resigns = |n: &Node| -> Vec<(LeaderEpoch, Offset)> {
+            n.links
+                .0
+                .borrow()
+                .iter()
+                .filter_map(|c| match c {
+                    Call::Resign(e, o) => Some((*e, *o)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let t0 = 1_000_000;
+        a.replica.tick(MonoMs(t0)).await.unwrap();
+        assert_eq!(resigns(&a), vec![(LeaderEpoch(1), found.offset)]);
+        a.replica.tick(MonoMs(t0 + 1_000)).await.unwrap();
+        assert_eq!(resigns(&a).len(), 1, "asked once per retry interval");
+        a.replica
+            .tick(MonoMs(t0 + ferrite_replication::leader::RESIGN_RETRY_MS))
+            .await
+            .unwrap();
+        assert_eq!(resigns(&a).len(), 2);
+        // The controller moves leadership to B and takes A out of the ISR.
+        for n in [&a, &b] {
+            n.replica.leader_and_isr(&state(B, 2, &[B]), MonoMs(t0)).await.unwrap();
+        }
+        assert_eq!(a.replica.role(), RoleKind::Follower);
+        *zk.borrow_mut() = 2;
+        pump(&[&a, &b], &zk, 8).await;
+        assert!(!a.replica.log().is_damaged(), "the range was fetched again");
+        assert_eq!(a.replica.log().log_end_offset(), end);
+        assert_eq!(all_bytes(a.replica.log()).await, all_bytes(b.replica.log()).await);
+        assert_eq!(b.replica.isr(), Some(vec![A, B]), "A rejoined once caught up");
     });
 }

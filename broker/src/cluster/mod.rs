@@ -54,6 +54,12 @@ pub enum ClusterRequest {
         expected: ZkVersion,
         reply: oneshot::Sender<Result<IsrWriteOutcome, String>>,
     },
+    /// A leader's log is damaged: ask the controller to move leadership
+    /// away (`/replica_damage_notification`).
+    ReportDamage {
+        tp: TopicPartition,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
     CreateTopic {
         name: String,
         placement: Placement,

@@ -74,6 +74,12 @@ impl ReplicaLinks for Links {
             owner.fetchers.remove(tp);
         }
     }
+
+    fn resign(&self, tp: &TopicPartition, leader_epoch: LeaderEpoch, offset: Offset) {
+        let Some(owner) = self.0.upgrade() else { return };
+        let tp = tp.clone();
+        glommio::spawn_local(async move { owner.report_damage(tp, leader_epoch, offset).await }).detach();
+    }
 }
 
 impl ShardReplicas {
@@ -260,6 +266,32 @@ impl ShardReplicas {
                 }
                 Some(Err(e)) => {
                     tracing::warn!(%tp, error = %e, "ISR write failed; retrying");
+                    glommio::timer::sleep(Duration::from_millis(ISR_WRITE_RETRY_MS)).await;
+                }
+            }
+        }
+    }
+
+    /// Tells the controller that this leader's log of `tp` is damaged from
+    /// `offset`, retrying while it still leads in `leader_epoch`.
+    async fn report_damage(&self, tp: TopicPartition, leader_epoch: LeaderEpoch, offset: Offset) {
+        tracing::error!(%tp, offset = offset.0, "the leader's log is damaged: asking the controller to move leadership");
+        loop {
+            let leads = self
+                .get(&tp)
+                .is_some_and(|r| r.leader_epoch() == leader_epoch && r.role() == RoleKind::Leader);
+            if !leads || self.stopped.get() {
+                return;
+            }
+            let t = tp.clone();
+            match self
+                .cluster
+                .ask(move |reply| ClusterRequest::ReportDamage { tp: t, reply })
+                .await
+            {
+                None | Some(Ok(())) => return,
+                Some(Err(e)) => {
+                    tracing::warn!(%tp, error = %e, "damage notice not written; retrying");
                     glommio::timer::sleep(Duration::from_millis(ISR_WRITE_RETRY_MS)).await;
                 }
             }

@@ -199,6 +199,17 @@ async fn serve(
             };
             let _ = reply.send(outcome);
         }
+        ClusterRequest::ReportDamage { tp, reply } => {
+            let r = match session {
+                Some(s) => s
+                    .store
+                    .notify_damage(shared.local.id, std::slice::from_ref(&tp))
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err("no ZooKeeper session".into()),
+            };
+            let _ = reply.send(r);
+        }
         ClusterRequest::CreateTopic {
             name,
             placement,

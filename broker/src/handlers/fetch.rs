@@ -83,7 +83,7 @@ async fn read_bounds(
     who: Requester,
 ) -> Result<(Rc<PartitionLog>, ReadTo, Offset), ErrorCode> {
     let Some(replicas) = &s.replicas else {
-        let log = s.local_log(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        let log = s.served_log(tp)?;
         let end = log.log_end_offset();
         return Ok((log, ReadTo::Below(end), end));
     };

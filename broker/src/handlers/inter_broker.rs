@@ -245,7 +245,7 @@ fn epoch_end(
         }
         None => {
             // A standalone broker leads everything it has.
-            let log = s.local_log(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+            let log = s.served_log(tp)?;
             Ok(log.end_offset_for_epoch(requested))
         }
     }

@@ -30,7 +30,7 @@ async fn lookup(
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
             let (log, end) = match &s.replicas {
                 None => {
-                    let log = s.local_log(&tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+                    let log = s.served_log(&tp)?;
                     let end = log.log_end_offset();
                     (log, end)
                 }

@@ -138,9 +138,7 @@ async fn append_here(
         crate::metrics::produced(&tp.topic, info.bytes, info.records);
         return Ok((info.first_offset, replica.log().log_start_offset()));
     }
-    let log = s
-        .local_log(&tp)
-        .ok_or_else(|| ProduceFailure::Engine(EngineError::UnknownPartition { tp: tp.clone() }))?;
+    let log = s.logs.served(&tp).map_err(ProduceFailure::Engine)?;
     let mode = AppendMode::Leader {
         epoch: LeaderEpoch(epoch),
     };

@@ -2,7 +2,9 @@
 for a few seconds; prints each record's offset (after checking its value)
 and each error. Used by tests/scrub.rs.
 
-usage: scrub.py BOOTSTRAP TOPIC SECONDS
+usage: scrub.py BOOTSTRAP TOPIC SECONDS [REPEAT]
+(the record at offset n holds "record-<n, 5 digits>-" REPEAT times, 4000
+by default)
 """
 
 import sys
@@ -13,6 +15,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 def main():
     bootstrap, topic, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    repeat = int(sys.argv[4]) if len(sys.argv) > 4 else 4000
     c = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "scrub-check",
@@ -30,7 +33,7 @@ def main():
             name = "CORRUPT" if code == KafkaError._BAD_MSG else m.error().name()
             print("ERROR", name, m.error().str())
             continue
-        expected = ("record-%05d-" % m.offset()).encode() * 4000
+        expected = ("record-%05d-" % m.offset()).encode() * repeat
         if m.value() != expected:
             print("CORRUPT value at", m.offset())
         print("OFFSET", m.offset())

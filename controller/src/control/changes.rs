@@ -26,6 +26,9 @@ pub(super) enum Change {
     Reassign,
     /// Give leadership back to the preferred replica.
     Preferred,
+    /// The leader found its log damaged: another ISR member leads, and the
+    /// damaged replica leaves the ISR until it has fetched the range again.
+    Resign,
 }
 
 /// A proposed leader and ISR, and whether to write it even if unchanged
@@ -59,6 +62,8 @@ impl Controller {
             if let Some(write) = self.decide(&tp, &changes) {
                 self.in_flight.insert(tp, (write.state.clone(), changes));
                 writes.push(write);
+            } else if changes.contains(&Change::Resign) {
+                self.resign_not_possible(&tp);
             }
         }
         if !writes.is_empty() {
@@ -93,6 +98,7 @@ impl Controller {
                 Change::Membership => self.membership(tp, &replicas, &mut proposal),
                 Change::ShuttingDown => self.shutting_down_move(&replicas, &mut proposal),
                 Change::Reassign => self.reassign_step(tp, &mut proposal),
+                Change::Resign => self.resign_move(tp, &replicas, &mut proposal),
                 Change::Preferred => {
                     if let Some(p) = election::preferred(&replicas, &proposal.isr, proposal.leader, &eligible) {
                         proposal.leader = Some(p);
@@ -161,6 +167,9 @@ impl Controller {
             }
             match outcome {
                 WriteOutcome::Written(version) => {
+                    if changes.contains(&Change::Resign) {
+                        self.resigning.remove(&tp);
+                    }
                     self.states.insert(tp.clone(), Versioned { value: state, version });
                     if changes.contains(&Change::Reassign) {
                         self.reassign_written(&tp);

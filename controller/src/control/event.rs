@@ -91,6 +91,9 @@ pub enum Event {
     IsrChanged {
         states: Vec<(TopicPartition, Versioned<PartitionState>)>,
     },
+    /// Brokers found these replicas' logs damaged (announced under
+    /// `/replica_damage_notification`): leaders among them hand over.
+    ReplicasDamaged { replicas: Vec<(BrokerId, TopicPartition)> },
     /// The outcome of an [`Action::WriteStates`].
     StatesWritten {
         results: Vec<(TopicPartition, WriteOutcome)>,

@@ -14,6 +14,7 @@
 //! driver, which then stops using this controller.
 
 mod changes;
+mod damage;
 mod event;
 mod membership;
 mod reassign;
@@ -93,6 +94,9 @@ pub struct Controller {
     /// Topics being deleted → replicas that have not confirmed deletion.
     deleting: BTreeMap<String, BTreeSet<(BrokerId, i32)>>,
     reassigning: BTreeMap<TopicPartition, Reassignment>,
+    /// Leaders that found their log damaged and asked to hand leadership
+    /// over, until the state write that does it (see `damage`).
+    resigning: BTreeMap<TopicPartition, BrokerId>,
     waiters: Vec<Waiter>,
     batch: RequestBatch,
     actions: Vec<Action>,
@@ -114,6 +118,7 @@ impl Controller {
             in_flight: BTreeMap::new(),
             deleting: BTreeMap::new(),
             reassigning: BTreeMap::new(),
+            resigning: BTreeMap::new(),
             waiters: Vec::new(),
             batch: RequestBatch::default(),
             actions: Vec::new(),
@@ -163,6 +168,7 @@ impl Controller {
             Event::DeletionsRequested { topics } => self.on_deletions_requested(topics),
             Event::StopReplicaDone { broker, partitions } => self.on_stop_replica_done(broker, partitions),
             Event::IsrChanged { states } => self.on_isr_changed(states),
+            Event::ReplicasDamaged { replicas } => self.on_replicas_damaged(replicas),
             Event::StatesWritten { results } => self.on_states_written(results),
             Event::PreferredElection { partitions, origin } => self.on_preferred_election(partitions, origin),
             Event::ControlledShutdown { broker } => self.on_controlled_shutdown(broker),

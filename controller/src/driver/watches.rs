@@ -23,6 +23,7 @@ pub(crate) enum Watch {
     Topics,
     Deletions,
     IsrChanges,
+    DamageNotices,
     Reassignments,
     PreferredElection,
     Controller,
@@ -71,6 +72,7 @@ impl Watches {
             Watch::Topics,
             Watch::Deletions,
             Watch::IsrChanges,
+            Watch::DamageNotices,
             Watch::Reassignments,
             Watch::PreferredElection,
         ] {
@@ -166,6 +168,12 @@ impl Watches {
                 let (children, w) = store.watch_children(paths::ISR_CHANGES).await?;
                 self.arm(watch, w);
                 return self.isr_changes(&children).await;
+            }
+            Watch::DamageNotices => {
+                let (children, w) = store.watch_children(paths::DAMAGE_NOTICES).await?;
+                self.arm(watch, w);
+                let replicas = store.take_damage_notices(&children).await?;
+                (!replicas.is_empty()).then_some(Event::ReplicasDamaged { replicas })
             }
             Watch::Reassignments => {
                 let (data, w) = store.watch_data(paths::REASSIGN).await?;

@@ -202,6 +202,43 @@ impl ZkStore {
     }
 }
 
+impl ZkStore {
+    /// Tells the controller that `broker`'s logs of `parts` are damaged.
+    pub async fn notify_damage(&self, broker: crate::metadata::BrokerId, parts: &[TopicPartition]) -> Result<()> {
+        let data = json::encode_damage(broker, parts);
+        let options = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+        let created = self.client.create(paths::DAMAGE_NOTICE_PREFIX, &data, &options).await;
+        created
+            .map(|_| ())
+            .map_err(zk_err("notify", paths::DAMAGE_NOTICE_PREFIX))
+    }
+
+    /// Reads and removes damage notifications; returns the replicas they
+    /// name.
+    pub async fn take_damage_notices(
+        &self,
+        children: &[String],
+    ) -> Result<Vec<(crate::metadata::BrokerId, TopicPartition)>> {
+        let mut out = Vec::new();
+        for child in children {
+            let path = format!("{}/{child}", paths::DAMAGE_NOTICES);
+            if let Some((data, _)) = self.data(&path).await? {
+                match json::decode_damage(&data) {
+                    Ok((broker, parts)) => out.extend(parts.into_iter().map(|tp| (broker, tp))),
+                    Err(reason) => tracing::warn!(%path, %reason, "unreadable damage notification"),
+                }
+            }
+            match self.client.delete(&path, None).await {
+                Ok(()) | Err(ZkError::NoNode) => {}
+                Err(e) => return Err(zk_err("delete", &path)(e)),
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
+
 /// Attempts at reserving a producer id block against concurrent brokers.
 const PRODUCER_ID_ATTEMPTS_MAX: usize = 20;
 

@@ -12,6 +12,7 @@
 //! | `/controller_epoch` | the epoch as decimal text |
 //! | `/admin/reassign_partitions` | `{"version":1,"partitions":[{"topic":t,"partition":0,"replicas":[2,3,4]}]}` |
 //! | `/admin/preferred_replica_election`, `/isr_change_notification/isr_change_<n>` | `{"version":1,"partitions":[{"topic":t,"partition":0}]}` |
+//! | `/replica_damage_notification/damage_<n>` (Ferrite) | `{"version":1,"broker":1,"partitions":[{"topic":t,"partition":0}]}` |
 //! | `/config/topics/<t>` | `{"version":1,"config":{"retention.ms":"1000"}}` |
 //! | `/config/changes/config_change_<n>` | `{"version":2,"entity_path":"topics/<t>"}` |
 //! | `/cluster/id` | `{"version":"1","id":"<cluster id>"}` |
@@ -304,6 +305,40 @@ pub fn decode_partition_list(bytes: &[u8]) -> Decoded<Vec<TopicPartition>> {
         .into_iter()
         .map(|r| TopicPartition::new(r.topic, r.partition))
         .collect())
+}
+
+#[derive(Serialize, Deserialize)]
+struct DamageJson {
+    version: i32,
+    broker: i32,
+    partitions: Vec<PartitionRef>,
+}
+
+/// A replica damage notification: `broker`'s logs of `parts` are damaged.
+pub fn encode_damage(broker: BrokerId, parts: &[TopicPartition]) -> Vec<u8> {
+    let partitions = parts
+        .iter()
+        .map(|tp| PartitionRef {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            replicas: None,
+        })
+        .collect();
+    to_vec(&DamageJson {
+        version: 1,
+        broker: broker.0,
+        partitions,
+    })
+}
+
+pub fn decode_damage(bytes: &[u8]) -> Decoded<(BrokerId, Vec<TopicPartition>)> {
+    let j: DamageJson = parse(bytes)?;
+    let broker = broker_id(j.broker)?;
+    let list = to_vec(&PartitionListJson {
+        version: j.version,
+        partitions: j.partitions,
+    });
+    Ok((broker, decode_partition_list(&list)?))
 }
 
 /// `/admin/reassign_partitions`.

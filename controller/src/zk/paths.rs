@@ -14,6 +14,11 @@ pub const PREFERRED: &str = "/admin/preferred_replica_election";
 pub const ISR_CHANGES: &str = "/isr_change_notification";
 /// Prefix of the sequential notification znodes under [`ISR_CHANGES`].
 pub const ISR_CHANGE_PREFIX: &str = "/isr_change_notification/isr_change_";
+/// Ferrite: a leader whose log the scrubber found damaged asks the
+/// controller to move leadership away (see `control::damage`).
+pub const DAMAGE_NOTICES: &str = "/replica_damage_notification";
+/// Prefix of the sequential notification znodes under [`DAMAGE_NOTICES`].
+pub const DAMAGE_NOTICE_PREFIX: &str = "/replica_damage_notification/damage_";
 pub const TOPIC_CONFIGS: &str = "/config/topics";
 /// Dynamic broker configs: `<id>` for one broker, `<default>` for all.
 pub const BROKER_CONFIGS: &str = "/config/brokers";
@@ -31,6 +36,7 @@ pub const PERSISTENT: &[&str] = &[
     TOPICS,
     DELETE_TOPICS,
     ISR_CHANGES,
+    DAMAGE_NOTICES,
     TOPIC_CONFIGS,
     BROKER_CONFIGS,
     CONFIG_CHANGES,

@@ -488,6 +488,9 @@ impl World {
             Action::RestartLog { offset } => {
                 unreachable!("no retention in this simulation, so no restart at {offset}")
             }
+            Action::Resign { offset } => {
+                unreachable!("no damaged logs in this simulation, so no resignation at {offset}")
+            }
             Action::StartFetching { leader, .. } => {
                 let b = self.broker(id);
                 b.fetching_from = Some(leader);
