@@ -88,7 +88,10 @@ pub enum Action {
     Resume(Node),
     /// Drop every packet between the two nodes, both ways.
     Cut(Node, Node),
-    /// Remove every cut.
+    /// Drop packets between the two nodes at random, both ways
+    /// ([`crate::net::LOSS_PCT`] %).
+    Lossy(Node, Node),
+    /// Remove every cut and lossy link.
     HealNetwork,
     /// Wait this many milliseconds before the next action.
     Sleep(u64),
@@ -150,6 +153,9 @@ pub enum Fault {
     /// ([`FLAP_CYCLES`] cycles of [`FLAP_CUT_MS`] cut, [`FLAP_JOINED_MS`]
     /// joined).
     FlapLeader,
+    /// Every link of the leader (to brokers and ZooKeeper) loses a fifth of
+    /// its packets.
+    LossyLeader,
     /// Bit rot in a closed segment of the leader's replica: it hands
     /// leadership over and fetches the range again.
     RotLeader,
@@ -159,7 +165,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 18] = [
+    pub const ALL: [Fault; 19] = [
         Fault::None,
         Fault::KillLeader,
         Fault::KillFollower,
@@ -176,6 +182,7 @@ impl Fault {
         Fault::SplitLeaderMinority,
         Fault::Bridge,
         Fault::FlapLeader,
+        Fault::LossyLeader,
         Fault::RotLeader,
         Fault::RotFollower,
     ];
@@ -198,6 +205,7 @@ impl Fault {
             Fault::SplitLeaderMinority => "split-leader-minority",
             Fault::Bridge => "bridge",
             Fault::FlapLeader => "flap-leader",
+            Fault::LossyLeader => "lossy-leader",
             Fault::RotLeader => "rot-leader",
             Fault::RotFollower => "rot-follower",
         }
@@ -241,6 +249,13 @@ impl Fault {
             }
             Fault::FlapLeader => flap(leader, &roles.everyone_but(roles.leader)),
             Fault::LoseIsr => lose_isr(roles),
+            Fault::LossyLeader => network(
+                roles
+                    .everyone_but(roles.leader)
+                    .into_iter()
+                    .map(|other| Action::Lossy(leader, other))
+                    .collect(),
+            ),
             // Nothing to undo: healing is the cluster's own work.
             Fault::RotLeader => Plan {
                 start: vec![Action::Rot(leader)],
@@ -361,6 +376,22 @@ mod tests {
             ]
         );
         assert_eq!(p.heal, vec![Action::HealNetwork]);
+    }
+
+    #[test]
+    fn a_lossy_leader_loses_packets_to_every_other_node_and_rot_hits_one_replica() {
+        let r = roles();
+        let p = Fault::LossyLeader.plan(&r);
+        let b = Node::Broker(1);
+        let others = [Node::Broker(0), Node::Broker(2), Node::Zk(0), Node::Zk(1), Node::Zk(2)];
+        assert_eq!(p.start, others.map(|o| Action::Lossy(b, o)).to_vec());
+        assert_eq!(p.heal, vec![Action::HealNetwork]);
+        assert_eq!(Fault::RotLeader.plan(&r).start, vec![Action::Rot(b)]);
+        assert_eq!(Fault::RotFollower.plan(&r).start, vec![Action::Rot(Node::Broker(2))]);
+        assert!(
+            Fault::RotLeader.plan(&r).heal.is_empty(),
+            "the cluster heals rot itself"
+        );
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! (from the socket's uid) and the receiver's (from the destination
 //! address). A cut between nodes `a` and `b` adds the marks `a | b << 8`
 //! and `b | a << 8` to a set whose packets are dropped — in both
-//! directions, connections opened before the cut included. Clients (the
+//! directions, connections opened before the cut included. A lossy link
+//! adds the same marks to another set, whose packets are dropped at random,
+//! [`LOSS_PCT`] in a hundred (the kernel here has no `netem` queueing
+//! discipline, so links can lose packets but not delay them). Clients (the
 //! runner's own threads, as root) are never marked, so no cut stops them.
 
 use std::io::Write;
@@ -27,6 +30,9 @@ pub type NodeNumber = u8;
 pub const UID_BASE: u32 = 20_000;
 
 const TABLE: &str = "ferrite_chaos";
+
+/// Packets in a hundred a lossy link drops.
+pub const LOSS_PCT: u32 = 20;
 
 pub fn address(n: NodeNumber) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, 0, n)
@@ -55,7 +61,8 @@ pub fn enter_private_namespace() -> Result<(), ChaosError> {
 /// The nftables ruleset that stamps each connection and drops the cut
 /// ones, for the nodes numbered `nodes`.
 pub fn ruleset(nodes: &[NodeNumber]) -> String {
-    let mut r = format!("table ip {TABLE} {{\n  set cuts {{ type mark; }}\n  chain out {{\n");
+    let mut r =
+        format!("table ip {TABLE} {{\n  set cuts {{ type mark; }}\n  set lossy {{ type mark; }}\n  chain out {{\n");
     r.push_str("    type filter hook output priority 0; policy accept;\n");
     for &n in nodes {
         r.push_str(&format!("    ct state new meta skuid {} ct mark set {n:#x}\n", uid(n)));
@@ -67,7 +74,10 @@ pub fn ruleset(nodes: &[NodeNumber]) -> String {
             address(n)
         ));
     }
-    r.push_str("    ct mark @cuts drop\n  }\n}\n");
+    r.push_str("    ct mark @cuts drop\n");
+    r.push_str(&format!(
+        "    ct mark @lossy numgen random mod 100 < {LOSS_PCT} drop\n  }}\n}}\n"
+    ));
     r
 }
 
@@ -96,8 +106,20 @@ impl Firewall {
         )
     }
 
+    /// Makes the link between `a` and `b` drop [`LOSS_PCT`] % of its
+    /// packets, both ways.
+    pub fn lossy(&self, a: NodeNumber, b: NodeNumber) -> Result<(), ChaosError> {
+        let [x, y] = cut_marks(a, b);
+        run(
+            "nft",
+            &["add", "element", "ip", TABLE, "lossy", &format!("{{ {x:#x}, {y:#x} }}")],
+        )
+    }
+
+    /// Removes every cut and every lossy link.
     pub fn heal(&self) -> Result<(), ChaosError> {
-        run("nft", &["flush", "set", "ip", TABLE, "cuts"])
+        run("nft", &["flush", "set", "ip", TABLE, "cuts"])?;
+        run("nft", &["flush", "set", "ip", TABLE, "lossy"])
     }
 }
 
@@ -155,5 +177,6 @@ mod tests {
         assert!(r.contains("meta skuid 20011 ct mark set 0xb"), "{r}");
         assert!(r.contains("ip daddr 127.0.0.21 ct mark set ct mark or 0x1500"), "{r}");
         assert!(r.contains("ct mark @cuts drop"), "{r}");
+        assert!(r.contains("ct mark @lossy numgen random mod 100 < 20 drop"), "{r}");
     }
 }

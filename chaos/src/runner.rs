@@ -228,6 +228,7 @@ fn execute(cluster: &mut Cluster, firewall: &Firewall, actions: &[Action]) -> Re
             Action::Pause(n) => cluster.signal(n, libc::SIGSTOP),
             Action::Resume(n) => cluster.signal(n, libc::SIGCONT),
             Action::Cut(a, b) => firewall.cut(cluster::number(a), cluster::number(b))?,
+            Action::Lossy(a, b) => firewall.lossy(cluster::number(a), cluster::number(b))?,
             Action::HealNetwork => firewall.heal()?,
             Action::Sleep(ms) => std::thread::sleep(Duration::from_millis(ms)),
             Action::Rot(n) => match cluster.rot(n, TOPIC, 0)? {
