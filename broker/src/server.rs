@@ -83,15 +83,20 @@ fn check_data_dir(dir: &std::path::Path) -> Result<(), ServerError> {
     std::fs::remove_file(&probe).map_err(|e| refused("cannot remove a file in it", e))
 }
 
+/// Longest a broker waits at start for a listener left by a broker killed
+/// a moment ago to go (see [`crate::net::port_taken`]).
+const LISTEN_RELEASE_WAIT_MS: u64 = 10_000;
+
 /// No other socket listens on the Kafka or metrics address (see
 /// [`crate::net::port_taken`]).
 fn check_listen_addresses(config: &BrokerConfig) -> Result<(), ServerError> {
     let taken = |what: &str, addr: std::net::SocketAddr, e: std::io::Error| {
         ServerError::Other(format!("{what} on {addr}: {e} (is another broker running there?)"))
     };
-    crate::net::port_taken::check_free(config.listen).map_err(|e| taken("listen", config.listen, e))?;
+    let patience = std::time::Duration::from_millis(LISTEN_RELEASE_WAIT_MS);
+    crate::net::port_taken::wait_free(config.listen, patience).map_err(|e| taken("listen", config.listen, e))?;
     if let Some(addr) = config.metrics_listen {
-        crate::net::port_taken::check_free(addr).map_err(|e| taken("metrics listen", addr, e))?;
+        crate::net::port_taken::wait_free(addr, patience).map_err(|e| taken("metrics listen", addr, e))?;
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use ferrite_testkit::zookeeper::{ZkPlace, ZooKeeper};
 
+use crate::disk::OwnDisk;
 use crate::error::ChaosError;
 use crate::fault::Node;
 use crate::net::{self, NodeNumber};
@@ -114,12 +115,17 @@ pub struct Cluster {
     /// Holds every broker's directory; removed on drop unless the
     /// environment has `FERRITE_CHAOS_KEEP`.
     root: Option<tempfile::TempDir>,
+    /// The brokers' own disks, by broker index (none unless asked for).
+    /// Dropped (unmounted) after the brokers are killed.
+    disks: Vec<OwnDisk>,
 }
 
 impl Cluster {
     /// Starts the ensemble, then `brokers` brokers with `extra` properties,
     /// and waits until every broker listens.
-    pub fn start(ferrite: &Path, brokers: usize, extra: &[String]) -> Result<Cluster, ChaosError> {
+    /// With `own_disks`, each broker's data directory is a small disk of
+    /// its own ([`crate::disk`]).
+    pub fn start(ferrite: &Path, brokers: usize, extra: &[String], own_disks: bool) -> Result<Cluster, ChaosError> {
         let places: Vec<ZkPlace> = (0..ZK_SERVERS)
             .map(|i| ZkPlace {
                 host: net::address(zk_number(i)),
@@ -142,6 +148,7 @@ impl Cluster {
             brokers: Vec::new(),
             ferrite: ferrite.to_path_buf(),
             root: Some(root),
+            disks: Vec::new(),
         };
         let connect = cluster.zk.connect_string();
         for index in 0..brokers {
@@ -152,6 +159,11 @@ impl Cluster {
                 child: None,
             };
             write_config(&broker, &connect, extra)?;
+            if own_disks {
+                let image = cluster.root_path().join(format!("broker-{}.img", index + 1));
+                let uid = net::uid(broker_number(index));
+                cluster.disks.push(OwnDisk::create(&image, &broker.data_dir(), uid)?);
+            }
             cluster.brokers.push(broker);
         }
         for index in 0..brokers {
@@ -212,6 +224,25 @@ impl Cluster {
             // waited for (its pid cannot have been reused).
             unsafe { libc::kill(pid as i32, signal) };
         }
+    }
+
+    /// Fills `node`'s own disk; returns the bytes it took.
+    pub fn fill_disk(&self, node: Node) -> Result<u64, ChaosError> {
+        self.disk(node)?.fill()
+    }
+
+    /// Gives `node`'s own disk its room back.
+    pub fn free_disk(&self, node: Node) -> Result<(), ChaosError> {
+        self.disk(node)?.free()
+    }
+
+    fn disk(&self, node: Node) -> Result<&OwnDisk, ChaosError> {
+        let Node::Broker(i) = node else {
+            return Err(ChaosError::Cluster(format!("{node:?} has no disk of its own")));
+        };
+        self.disks
+            .get(i)
+            .ok_or_else(|| ChaosError::Cluster(format!("{node:?} has no disk of its own (the run made none)")))
     }
 
     /// Changes the last byte of the first batch of the newest closed

@@ -95,6 +95,10 @@ pub enum Action {
     HealNetwork,
     /// Wait this many milliseconds before the next action.
     Sleep(u64),
+    /// Fill the broker's own disk.
+    FillDisk(Node),
+    /// Give the broker's own disk its room back.
+    FreeDisk(Node),
     /// Bit rot: change the last byte of a closed segment's first batch in
     /// the node's replica of the aimed-at partition (the broker's scrubber
     /// is to find it and the cluster to heal it).
@@ -156,6 +160,13 @@ pub enum Fault {
     /// Every link of the leader (to brokers and ZooKeeper) loses a fifth of
     /// its packets.
     LossyLeader,
+    /// The leader's disk fills up: its log refuses writes (clients are
+    /// answered KAFKA_STORAGE_ERROR) and it hands leadership over. Healed
+    /// by freeing the disk and restarting the broker, as Kafka needs for a
+    /// log directory that failed.
+    FillLeaderDisk,
+    /// The same on a follower: it falls out of the ISR.
+    FillFollowerDisk,
     /// Bit rot in a closed segment of the leader's replica: it hands
     /// leadership over and fetches the range again.
     RotLeader,
@@ -165,7 +176,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 19] = [
+    pub const ALL: [Fault; 21] = [
         Fault::None,
         Fault::KillLeader,
         Fault::KillFollower,
@@ -183,6 +194,8 @@ impl Fault {
         Fault::Bridge,
         Fault::FlapLeader,
         Fault::LossyLeader,
+        Fault::FillLeaderDisk,
+        Fault::FillFollowerDisk,
         Fault::RotLeader,
         Fault::RotFollower,
     ];
@@ -206,9 +219,16 @@ impl Fault {
             Fault::Bridge => "bridge",
             Fault::FlapLeader => "flap-leader",
             Fault::LossyLeader => "lossy-leader",
+            Fault::FillLeaderDisk => "fill-leader-disk",
+            Fault::FillFollowerDisk => "fill-follower-disk",
             Fault::RotLeader => "rot-leader",
             Fault::RotFollower => "rot-follower",
         }
+    }
+
+    /// Whether the run must give each broker a disk of its own.
+    pub fn needs_own_disks(self) -> bool {
+        matches!(self, Fault::FillLeaderDisk | Fault::FillFollowerDisk)
     }
 
     /// The actions that start and heal this fault, given who holds which
@@ -256,6 +276,8 @@ impl Fault {
                     .map(|other| Action::Lossy(leader, other))
                     .collect(),
             ),
+            Fault::FillLeaderDisk => fill_disk(leader),
+            Fault::FillFollowerDisk => fill_disk(Node::Broker(roles.follower())),
             // Nothing to undo: healing is the cluster's own work.
             Fault::RotLeader => Plan {
                 start: vec![Action::Rot(leader)],
@@ -305,6 +327,14 @@ fn lose_isr(roles: &Roles) -> Plan {
             Action::Restart(stale),
         ],
         heal: vec![Action::Restart(other), Action::Restart(leader)],
+    }
+}
+
+/// Fills `node`'s disk; healing frees it and restarts the broker.
+fn fill_disk(node: Node) -> Plan {
+    Plan {
+        start: vec![Action::FillDisk(node)],
+        heal: vec![Action::FreeDisk(node), Action::Kill(node), Action::Restart(node)],
     }
 }
 

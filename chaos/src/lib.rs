@@ -5,6 +5,7 @@
 //!
 //! - [`net`]: the private namespace and the nftables cuts between nodes;
 //! - [`cluster`]: the processes, each on its own loopback address and user;
+//! - [`disk`]: small disks of their own for the brokers, to fill up;
 //! - [`fault`]: faults as plans of actions, without I/O;
 //! - [`workload`]: producers and a reader, on plain threads;
 //! - [`history`], [`checker`]: the record of operations and what it must
@@ -19,6 +20,7 @@
 
 pub mod checker;
 pub mod cluster;
+pub mod disk;
 pub mod error;
 pub mod fault;
 pub mod history;

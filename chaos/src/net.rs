@@ -123,7 +123,8 @@ impl Firewall {
     }
 }
 
-fn run(program: &'static str, args: &[&str]) -> Result<(), ChaosError> {
+/// Runs a command to its end; an error with its stderr if it failed.
+pub(crate) fn run(program: &'static str, args: &[&str]) -> Result<(), ChaosError> {
     let out = Command::new(program)
         .args(args)
         .output()

@@ -104,6 +104,7 @@ impl RunReport {
 /// Runs `cfg` in a network namespace of its own (entered here).
 pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     net::enter_private_namespace()?;
+    crate::disk::enter_private_mounts()?;
     let mut extra = vec![
         format!("min.insync.replicas={}", cfg.min_insync_replicas),
         format!("unclean.leader.election.enable={}", cfg.unclean_leader_election),
@@ -113,7 +114,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     // Before any node starts: a connection is stamped by its first packet,
     // so one opened before the rules would never be cut.
     let firewall = Firewall::install(&cluster::node_numbers(cfg.brokers))?;
-    let mut cluster = Cluster::start(&cfg.ferrite, cfg.brokers, &extra)?;
+    let mut cluster = Cluster::start(&cfg.ferrite, cfg.brokers, &extra, cfg.fault.needs_own_disks())?;
     create_topic(&cluster, cfg)?;
     let shared = Shared {
         started: Instant::now(),
@@ -231,6 +232,11 @@ fn execute(cluster: &mut Cluster, firewall: &Firewall, actions: &[Action]) -> Re
             Action::Lossy(a, b) => firewall.lossy(cluster::number(a), cluster::number(b))?,
             Action::HealNetwork => firewall.heal()?,
             Action::Sleep(ms) => std::thread::sleep(Duration::from_millis(ms)),
+            Action::FillDisk(n) => {
+                let bytes = cluster.fill_disk(n)?;
+                eprintln!("ferrite-chaos: filled {n:?}'s disk with {bytes} bytes");
+            }
+            Action::FreeDisk(n) => cluster.free_disk(n)?,
             Action::Rot(n) => match cluster.rot(n, TOPIC, 0)? {
                 Some((path, at)) => eprintln!("ferrite-chaos: rotted byte {at} of {}", path.display()),
                 // A rot fault that changed nothing would prove nothing.

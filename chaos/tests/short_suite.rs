@@ -82,6 +82,14 @@ fn bit_rot_in_the_leaders_replica_is_healed_and_loses_nothing() {
     assert_served(&report, true);
 }
 
+/// The leader's disk fills up: it hands leadership over (its logs refuse
+/// writes), and once freed and restarted it catches up.
+#[test]
+fn a_full_disk_on_the_leader_loses_nothing() {
+    let report = run("fill-leader-disk", &[]);
+    assert_served(&report, true);
+}
+
 #[test]
 fn killing_the_leader_loses_nothing_acknowledged() {
     let report = run("kill-leader", &[]);

@@ -210,11 +210,13 @@ impl PartitionReplica {
     }
 
     /// The scrubber found this leader's log damaged from `offset` (the range
-    /// is fenced: consumers and followers are refused it). Asks the
-    /// controller to move leadership to another in-sync replica, which the
-    /// damaged log then follows and heals from; again every
-    /// [`RESIGN_RETRY_MS`] while it still leads (the notice may have been
-    /// lost, or no other replica was in sync yet).
+    /// is fenced: consumers and followers are refused it), or the log
+    /// refuses writes since one failed (`offset`: its end). Asks the
+    /// controller to move leadership to another in-sync replica, which a
+    /// damaged log then follows and heals from (an unusable one waits for
+    /// the broker's restart); again every [`RESIGN_RETRY_MS`] while it still
+    /// leads (the notice may have been lost, or no other replica was in
+    /// sync yet).
     pub fn damaged_while_leading(&mut self, offset: Offset, now: MonoMs) {
         let Role::Leader(l) = &mut self.role else { return };
         if l.resign_asked

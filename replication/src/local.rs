@@ -312,8 +312,13 @@ impl LocalReplica {
     }
 
     pub async fn tick(&self, now: MonoMs) -> Result<(), ReplicaOpError> {
+        // A leader whose log is damaged (the scrubber fenced a range) or
+        // unusable (a write or fsync failed: a full disk, a failing device)
+        // hands leadership over.
         let damaged = if self.log.is_damaged() {
             self.log.damage().map(|d| d.offset)
+        } else if self.log.is_poisoned() {
+            Some(self.log.log_end_offset())
         } else {
             None
         };

@@ -535,6 +535,7 @@ async fn fetch(
     let changed = f.work.borrow().version != view.version;
     let mut applies = Vec::new();
     let mut repeats = 0u64;
+    let mut unusable = Vec::new();
     for p in fetched {
         let at = match view.entries.get(cursor) {
             Some(e) if e.tp.partition == p.partition && *e.tp.topic == *p.topic => Some(cursor),
@@ -552,6 +553,10 @@ async fn fetch(
         let Some(at) = at else { continue };
         cursor = at + 1;
         let e = &view.entries[at];
+        if e.replica.log().is_poisoned() {
+            unusable.push(e.tp.clone());
+            continue;
+        }
         let repeat = Some((p.high_watermark, p.log_start_offset));
         // A fenced damaged range is cut away when an answer is applied.
         if p.error == 0 && p.records.is_empty() && e.last == repeat && !e.replica.log().is_damaged() {
@@ -571,6 +576,13 @@ async fn fetch(
     }
     let counted = &replicas.fetchers.repeats;
     counted.set(counted.get() + repeats);
+    // A log that refuses writes (a full disk, a failing device) takes
+    // nothing more until the broker restarts: fetching for it would only
+    // fetch the same records again, round after round.
+    for tp in unusable {
+        tracing::error!(%tp, "this replica's log refuses writes: it stops fetching until the broker restarts");
+        replicas.fetchers.remove(&tp);
+    }
     // Partitions are independent logs: their appends go to the device side
     // by side rather than one after another.
     let outcomes = futures::future::join_all(applies).await;

@@ -12,6 +12,13 @@
 //! network namespace, and a listening one (state `0A`) on the same port and
 //! an overlapping address means the address is taken.
 //!
+//! A listener of a broker killed a moment ago can outlive its process: an
+//! accept still in flight on the process's io_uring holds the socket until
+//! the ring is torn down, after the process is gone. It still takes
+//! connections in its turn meanwhile, which nobody accepts. So a broker
+//! restarting on its own address waits for such a socket to go
+//! ([`wait_free`]), and refuses to start only if it stays.
+//!
 //! Layout of a line (after the header): `sl: LOCAL REMOTE ST ...`, where
 //! LOCAL is `ADDR:PORT` in hex. PORT is the number itself; ADDR is the
 //! address's bytes as the kernel holds them (network order) printed as one
@@ -19,6 +26,30 @@
 //! `0100007F` is 127.0.0.1.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+/// How often [`wait_free`] looks again.
+const RECHECK_MS: u64 = 100;
+
+/// [`check_free`], again until `patience` has passed while the address is
+/// taken.
+pub fn wait_free(addr: SocketAddr, patience: Duration) -> std::io::Result<()> {
+    let deadline = Instant::now() + patience;
+    let mut told = false;
+    loop {
+        match check_free(addr) {
+            Ok(()) => return Ok(()),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(e) => {
+                if !told {
+                    tracing::warn!(%addr, error = %e, "waiting for the address to be released");
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(RECHECK_MS));
+            }
+        }
+    }
+}
 
 /// TCP_LISTEN in the kernel's state numbering.
 const STATE_LISTEN: &str = "0A";
@@ -128,6 +159,22 @@ mod tests {
              0: 00000000000000000000000001000000:2384 00000000000000000000000000000000:0000 0A x\n";
         let found: Vec<_> = listeners(six).collect();
         assert_eq!(found, vec!["[::1]:9092".parse::<SocketAddr>().expect("addr")]);
+    }
+
+    #[test]
+    fn a_listener_that_goes_within_the_patience_is_waited_for() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let at = l.local_addr().expect("addr");
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(l);
+        });
+        assert!(wait_free(at, Duration::from_secs(10)).is_ok());
+        closer.join().expect("closer");
+        let stays = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let started = Instant::now();
+        assert!(wait_free(stays.local_addr().expect("addr"), Duration::from_millis(300)).is_err());
+        assert!(started.elapsed() >= Duration::from_millis(300));
     }
 
     #[test]
