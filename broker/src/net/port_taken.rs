@@ -12,9 +12,10 @@
 //! network namespace, and a listening one (state `0A`) on the same port and
 //! an overlapping address means the address is taken.
 //!
-//! A listener of a broker killed a moment ago can outlive its process: an
-//! accept still in flight on the process's io_uring holds the socket until
-//! the ring is torn down, after the process is gone. It still takes
+//! A listener of a broker killed a moment ago can outlive its process (seen
+//! in CI: a broker restarted after SIGKILL found it listening), most likely
+//! because an accept still in flight on the process's io_uring holds the
+//! socket until the ring is torn down, after the process is gone. It still takes
 //! connections in its turn meanwhile, which nobody accepts. So a broker
 //! restarting on its own address waits for such a socket to go
 //! ([`wait_free`]), and refuses to start only if it stays.
