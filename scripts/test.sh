@@ -57,6 +57,10 @@ if [ "${FERRITE_CI_FREE_DISK:-0}" = 1 ]; then
   rm -rf target/debug
 fi
 
+section "the deterministic simulations, 10,000 seeds each (release build)"
+FERRITE_SIM_SEEDS=10000 cargo test --release --locked -q -p ferrite-replication --test sim
+FERRITE_SIM_SEEDS=10000 cargo test --release --locked -q -p ferrite-controller --test control_random
+
 section "a short engine benchmark run (clippy above already checked the criterion benches)"
 smoke_dir=$(mktemp -d "${TMPDIR:-/tmp}/ferrite-bench-smoke.XXXXXX")
 trap 'rm -rf "$smoke_dir"' EXIT

@@ -2,7 +2,9 @@
 //! and return, shut down cleanly, controllers fail over, topics come and go,
 //! partitions move, leaders shrink ISRs under the controller's feet. After
 //! every step the cluster must be consistent (see `Cluster::check_invariants`).
-//! A failure prints its seed; `FERRITE_SIM_SEED=<n>` replays one seed.
+//! A failure prints its seed; `FERRITE_SIM_SEED=<n>` replays one seed, and
+//! `FERRITE_SIM_SEEDS=<n>` runs seeds 0..n (300 by default; the test
+//! command runs 10,000 in a release build).
 
 mod sim;
 
@@ -179,7 +181,13 @@ fn run_seed(seed: u64) {
 fn random_cluster_histories_keep_the_invariants() {
     let seeds: Vec<u64> = match std::env::var("FERRITE_SIM_SEED") {
         Ok(s) => vec![s.parse().expect("FERRITE_SIM_SEED is a number")],
-        Err(_) => (0..300).collect(),
+        Err(_) => {
+            let n = std::env::var("FERRITE_SIM_SEEDS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(300u64);
+            (0..n).collect()
+        }
     };
     for seed in seeds {
         let result = std::panic::catch_unwind(|| run_seed(seed));
