@@ -438,6 +438,16 @@ impl PartitionLog {
         self.epochs.borrow().end_offset_for(requested, self.log_end_offset())
     }
 
+    /// [`Self::end_offset_for_epoch`] with the latest epoch ending at
+    /// `latest_end` (a leader's appends under way included).
+    pub fn end_offset_for_epoch_ending(
+        &self,
+        requested: LeaderEpoch,
+        latest_end: Offset,
+    ) -> Option<(LeaderEpoch, Offset)> {
+        self.epochs.borrow().end_offset_for(requested, latest_end)
+    }
+
     pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.epochs.borrow().latest_epoch()
     }

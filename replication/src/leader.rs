@@ -177,11 +177,19 @@ impl PartitionReplica {
     }
 
     /// OffsetForLeaderEpoch from a follower: where `requested` ends here.
+    ///
+    /// The latest epoch ends at `appended_end`: where this leader's appends
+    /// end, written or not. Followers fetch appends whose write is still
+    /// under way; an answer at the written end would have a restarted
+    /// follower cut records it holds, while this leader may still count
+    /// them as replicated from the follower's earlier fetches (the
+    /// simulation's seed 1935 lost an acknowledged record that way).
     pub fn answer_epoch_end(
         &self,
         current_epoch: Option<LeaderEpoch>,
         requested: LeaderEpoch,
         history: &dyn EpochHistory,
+        appended_end: Offset,
     ) -> Result<Option<(LeaderEpoch, Offset)>> {
         if !matches!(self.role, Role::Leader(_)) {
             return Err(ReplicationError::NotLeader {
@@ -190,7 +198,7 @@ impl PartitionReplica {
             });
         }
         self.check_request_epoch(current_epoch)?;
-        Ok(history.end_offset_for(requested, self.offsets.leo()))
+        Ok(history.end_offset_for(requested, self.offsets.leo().max(appended_end)))
     }
 
     /// Time passed: waiting produces time out, lagging followers leave the
@@ -363,4 +371,62 @@ fn note_fetch(p: &mut FollowerProgress, fetch_offset: Offset, leader_leo: Offset
     p.leo = Some(fetch_offset);
     p.last_fetch = now;
     p.leader_leo_at_last_fetch = leader_leo;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ReplicaConfig;
+    use crate::ids::ZkVersion;
+    use crate::replica::PartitionReplica;
+    use crate::truncation::EpochHistory;
+    use ferrite_engine::types::TopicPartition;
+
+    /// A log written in epoch 1 only.
+    struct OneEpoch;
+
+    impl EpochHistory for OneEpoch {
+        fn latest_epoch(&self) -> Option<LeaderEpoch> {
+            Some(LeaderEpoch(1))
+        }
+
+        fn end_offset_for(&self, requested: LeaderEpoch, log_end: Offset) -> Option<(LeaderEpoch, Offset)> {
+            (requested == LeaderEpoch(1)).then_some((requested, log_end))
+        }
+    }
+
+    /// The simulation's seed 1935: a follower that fetched appends still
+    /// being written, then restarted and asked where the epoch ends, was
+    /// told the written end and cut them, while the leader counted them as
+    /// replicated by it and acknowledged them.
+    #[test]
+    fn the_latest_epoch_ends_where_the_appends_end_written_or_not() {
+        let written = LocalLog {
+            log_start: Offset(0),
+            log_end: Offset(13),
+        };
+        let mut r = PartitionReplica::new(
+            TopicPartition::new("t", 0),
+            BrokerId(1),
+            ReplicaConfig::default(),
+            written,
+            Offset(0),
+        );
+        let state = LeaderAndIsr {
+            leader: Some(BrokerId(1)),
+            leader_epoch: LeaderEpoch(1),
+            isr: vec![BrokerId(1), BrokerId(2)],
+            replicas: vec![BrokerId(1), BrokerId(2)],
+            zk_version: ZkVersion(1),
+        };
+        r.leader_and_isr(&state, written, &OneEpoch, MonoMs(0)).expect("leads");
+        let answer =
+            |appended: i64| r.answer_epoch_end(Some(LeaderEpoch(1)), LeaderEpoch(1), &OneEpoch, Offset(appended));
+        assert_eq!(answer(15).expect("answer"), Some((LeaderEpoch(1), Offset(15))));
+        assert_eq!(
+            answer(13).expect("answer"),
+            Some((LeaderEpoch(1), Offset(13))),
+            "nothing in flight: the written end"
+        );
+    }
 }

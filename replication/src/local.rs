@@ -225,9 +225,12 @@ impl LocalReplica {
         current_epoch: Option<LeaderEpoch>,
         requested: LeaderEpoch,
     ) -> Result<Option<(LeaderEpoch, Offset)>, ReplicationError> {
-        self.state
-            .borrow()
-            .answer_epoch_end(current_epoch, requested, self.log.as_ref())
+        self.state.borrow().answer_epoch_end(
+            current_epoch,
+            requested,
+            self.log.as_ref(),
+            self.log.reserved_end_offset(),
+        )
     }
 
     /// `asked_in`: this replica's leader epoch when the question was sent

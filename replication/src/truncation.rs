@@ -37,15 +37,16 @@ impl EpochHistory for ferrite_engine::LeaderEpochCache {
     }
 }
 
-/// A live log answers from its own epoch cache and its own log end, which
-/// an append that just completed may have moved past what the caller saw.
+/// A live log answers from its own epoch cache, the latest epoch ending at
+/// `log_end` or at its own log end if that is further (an append that just
+/// completed may have moved it past what the caller saw).
 impl EpochHistory for ferrite_engine::PartitionLog {
     fn latest_epoch(&self) -> Option<LeaderEpoch> {
         ferrite_engine::PartitionLog::latest_epoch(self)
     }
 
-    fn end_offset_for(&self, requested: LeaderEpoch, _log_end: Offset) -> Option<(LeaderEpoch, Offset)> {
-        self.end_offset_for_epoch(requested)
+    fn end_offset_for(&self, requested: LeaderEpoch, log_end: Offset) -> Option<(LeaderEpoch, Offset)> {
+        self.end_offset_for_epoch_ending(requested, log_end.max(self.log_end_offset()))
     }
 }
 

@@ -40,6 +40,8 @@ fn acks_all_records_survive_crashes_cut_offs_and_failovers() {
                     total.elections += s.elections;
                     total.crashes += s.crashes;
                     total.isolations += s.isolations;
+                    total.zk_cuts += s.zk_cuts;
+                    total.pair_cuts += s.pair_cuts;
                     total.truncations += s.truncations;
                     total.not_enough_replicas += s.not_enough_replicas;
                     total.read_ahead += s.read_ahead;
@@ -54,6 +56,7 @@ fn acks_all_records_survive_crashes_cut_offs_and_failovers() {
             total.elections > 0 && total.crashes > 0 && total.isolations > 0,
             "{total:?}"
         );
+        assert!(total.zk_cuts > 0 && total.pair_cuts > 0, "{total:?}");
         assert!(total.truncations > 0, "no follower ever truncated: {total:?}");
         assert!(
             total.read_ahead > 0,

@@ -19,6 +19,12 @@ impl World {
         else {
             unreachable!("only ISR writes go to ZooKeeper")
         };
+        self.note(|| {
+            format!(
+                "{from} writes ISR {isr:?} (epoch {leader_epoch}, expecting version {expected:?}; zk at {:?})",
+                self.zk.version
+            )
+        });
         let outcome = if self.zk.version == expected {
             assert_eq!(
                 self.zk.leader,
@@ -47,6 +53,7 @@ impl World {
     /// Writes a new state (leader epoch + 1) and sends it to every
     /// registered broker.
     pub(super) fn controller_write(&mut self, leader: Option<BrokerId>, isr: Vec<BrokerId>) {
+        self.note(|| format!("controller writes leader {leader:?} isr {isr:?}"));
         self.zk = ZkState {
             leader,
             epoch: LeaderEpoch(self.zk.epoch.0 + 1),

@@ -7,7 +7,10 @@
 //! read them before that. Brokers crash (kill -9: the written log survives,
 //! the unwritten tail and the state do not), restart, and get cut off (their
 //! ZooKeeper session expires while they keep running and keep taking
-//! produce requests from clients that can still reach them).
+//! produce requests from clients that can still reach them): from
+//! ZooKeeper and the other brokers, or from ZooKeeper alone (the other
+//! brokers still reach them). Two brokers also get cut from each other
+//! alone, with ZooKeeper none the wiser.
 //!
 //! After every step it checks the invariants of the replication issue; a
 //! failure panics with the seed, so that `FERRITE_SIM_SEED=<seed>` replays it.
@@ -53,6 +56,11 @@ enum Up {
     /// Cut off from ZooKeeper and the other brokers until this time;
     /// clients still reach it.
     Isolated {
+        until: u64,
+    },
+    /// Cut off from ZooKeeper alone until this time (its session expires);
+    /// the other brokers and clients still reach it.
+    ZkCut {
         until: u64,
     },
 }
@@ -135,6 +143,10 @@ pub struct World {
     /// Records whose producer was told they are safe: offset → value.
     acked: BTreeMap<Offset, u64>,
     producer_leader: Option<BrokerId>,
+    /// Two brokers cut from each other (only) until a time.
+    pair_cut: Option<(BrokerId, BrokerId, u64)>,
+    /// `FERRITE_SIM_TRACE` is set: print what happens, step by step.
+    trace: bool,
     pub stats: Stats,
 }
 
@@ -144,6 +156,10 @@ pub struct Stats {
     pub elections: u64,
     pub crashes: u64,
     pub isolations: u64,
+    /// ZooKeeper sessions lost by a broker that other brokers still reach.
+    pub zk_cuts: u64,
+    /// Two brokers cut from each other alone.
+    pub pair_cuts: u64,
     pub truncations: u64,
     pub not_enough_replicas: u64,
     /// Fetch responses that carried records the leader had not written yet.
@@ -185,6 +201,8 @@ impl World {
             next_value: 1,
             acked: BTreeMap::new(),
             producer_leader: Some(BROKERS[0]),
+            pair_cut: None,
+            trace: std::env::var_os("FERRITE_SIM_TRACE").is_some(),
             stats: Stats::default(),
         };
         for b in BROKERS {
@@ -212,6 +230,7 @@ impl World {
     }
 
     fn start_replica(&mut self, id: BrokerId) {
+        self.note(|| format!("{id} starts its replica"));
         let config = self.config();
         let b = self.broker(id);
         let log = LocalLog {
@@ -243,11 +262,26 @@ impl World {
         });
     }
 
-    fn isolated_until(&self, id: BrokerId) -> Option<u64> {
-        self.brokers.iter().find(|b| b.id == id).and_then(|b| match b.up {
-            Up::Isolated { until } => Some(until),
+    /// Prints `what` with the time, when tracing.
+    pub(super) fn note(&self, what: impl FnOnce() -> String) {
+        if self.trace {
+            println!("t={:>6} {}", self.now, what());
+        }
+    }
+
+    /// Until when `id`'s traffic to `to` is held by a cut.
+    fn held_until(&self, id: BrokerId, to: Dest) -> Option<u64> {
+        self.brokers.iter().find(|b| b.id == id).and_then(|b| match (b.up, to) {
+            (Up::Isolated { until }, _) | (Up::ZkCut { until }, Dest::Zk) => Some(until),
             _ => None,
         })
+    }
+
+    /// Until when the cut between two brokers holds their traffic.
+    fn pair_cut_until(&self, a: BrokerId, b: BrokerId) -> Option<u64> {
+        let (x, y, until) = self.pair_cut?;
+        let between = (a == x && b == y) || (a == y && b == x);
+        (between && self.now < until).then_some(until)
     }
 
     fn deliver_one(&mut self) -> bool {
@@ -261,12 +295,18 @@ impl World {
         let env = self.net.swap_remove(i);
         // A cut-off broker's traffic waits for the cut to heal.
         let held = [
-            Some(env.from),
-            if let Dest::Broker(b) = env.to { Some(b) } else { None },
+            self.held_until(env.from, env.to),
+            match env.to {
+                Dest::Broker(b) => self.held_until(b, Dest::Broker(env.from)),
+                Dest::Zk => None,
+            },
+            match env.to {
+                Dest::Broker(b) => self.pair_cut_until(env.from, b),
+                Dest::Zk => None,
+            },
         ]
         .into_iter()
         .flatten()
-        .filter_map(|b| self.isolated_until(b))
         .max();
         if let Some(until) = held {
             let mut env = env;
@@ -293,6 +333,7 @@ impl World {
         let now = MonoMs(self.now);
         match msg {
             Msg::LeaderAndIsr(state) => {
+                self.note(|| format!("{to} gets LeaderAndIsr {state:?}"));
                 // A role change waits for the appends before it (the
                 // engine's drain of reserved bytes).
                 self.writes_complete(to);
@@ -355,7 +396,11 @@ impl World {
             } => {
                 let b = self.broker(to);
                 let Some(r) = b.replica.as_ref() else { return };
-                let result = r.answer_epoch_end(Some(current), asked, &b.log);
+                let result = r.answer_epoch_end(Some(current), asked, &b.log, b.log.appended_end());
+                let leo = b.log.end();
+                self.note(|| {
+                    format!("{to} answers {follower}'s epoch {asked} (asked in {current}): {result:?}, its end {leo}")
+                });
                 let resp = Msg::EpochResp {
                     asked,
                     asked_in: current,
@@ -368,6 +413,7 @@ impl World {
                 asked_in,
                 result,
             } => {
+                self.note(|| format!("{to} gets the end of epoch {asked}: {result:?}"));
                 let b = self.broker(to);
                 let Some(r) = b.replica.as_mut() else { return };
                 r.epoch_end_received(asked, asked_in, result, &b.log);
@@ -402,10 +448,15 @@ impl World {
         }
         match result {
             Ok((records, hw)) => {
+                let n = records.len();
                 for rec in records {
                     b.log.append_written(rec);
                 }
                 r.fetched(local(&b.log), hw);
+                let (end, own_hw) = (b.log.end(), r.hw());
+                self.note(|| {
+                    format!("{to} fetched {n} from {leader} at {offset}: end {end}, leader hw {hw}, hw {own_hw}")
+                });
             }
             Err(ReplicationError::OffsetOutOfRange { log_start, log_end, .. }) => {
                 r.fetch_out_of_range(log_start, log_end, &b.log);
@@ -481,6 +532,8 @@ impl World {
                 let b = self.broker(id);
                 b.log.truncate(offset);
                 let log = local(&b.log);
+                self.note(|| format!("{id} truncates to {offset}: end {}", log.log_end));
+                let b = self.broker(id);
                 if let Some(r) = b.replica.as_mut() {
                     r.truncated(log, &b.log);
                 }
@@ -505,6 +558,7 @@ impl World {
     }
 
     fn ack(&mut self, offset: Offset, value: u64) {
+        self.note(|| format!("acknowledged {value} at {offset}"));
         let before = self.acked.insert(offset, value);
         assert!(
             before.is_none_or(|v| v == value),
@@ -528,6 +582,7 @@ impl World {
         self.next_value += 1;
         let now = self.now;
         let must_survive = self.cfg.acks_one_must_survive;
+        let trace = self.trace;
         let b = self.broker(leader);
         if b.up == Up::Crashed {
             self.producer_leader = self.zk.leader;
@@ -546,6 +601,14 @@ impl World {
             value,
         };
         let offset = b.log.appended_end();
+        if trace {
+            println!(
+                "t={:>6} {leader} takes {value} at {offset} ({acks:?}, hw {}, isr {:?})",
+                now,
+                r.hw(),
+                r.isr()
+            );
+        }
         b.log.append(rec);
         r.appended(local(&b.log));
         let mut acked_now = None;
@@ -618,7 +681,7 @@ impl World {
     fn advance(&mut self, ms: u64) {
         self.now += ms;
         for i in 0..self.brokers.len() {
-            if let Up::Isolated { until } = self.brokers[i].up {
+            if let Up::Isolated { until } | Up::ZkCut { until } = self.brokers[i].up {
                 if until <= self.now {
                     self.brokers[i].up = Up::Running;
                     let id = self.brokers[i].id;
@@ -643,6 +706,9 @@ impl World {
         }
         b.up = Up::Crashed;
         b.incarnation += 1;
+        let end = b.log.written;
+        self.note(|| format!("{id} crashes (written end {end})"));
+        let b = self.broker(id);
         b.replica = None;
         b.log.lose_unwritten();
         b.leader_acks.clear();
@@ -654,6 +720,7 @@ impl World {
         let Some(id) = self.brokers.iter().find(|b| b.up == Up::Crashed).map(|b| b.id) else {
             return;
         };
+        self.note(|| format!("{id} restarts"));
         let b = self.broker(id);
         b.up = Up::Running;
         b.incarnation += 1;
@@ -668,12 +735,43 @@ impl World {
         let id = BROKERS[self.rng.below(3) as usize];
         let until = self.now + 200 + self.rng.below(2_800);
         self.broker(id).up = Up::Isolated { until };
+        self.note(|| format!("{id} isolated until {until}"));
         self.stats.isolations += 1;
         self.controller_broker_gone(id);
         // Clients on the broker's side keep producing to it.
         if self.rng.chance(50) {
             self.producer_leader = Some(id);
         }
+    }
+
+    /// A broker loses its ZooKeeper session alone: the controller takes it
+    /// for gone, the other brokers still reach it.
+    fn cut_zk(&mut self) {
+        if self.down_count() >= 1 {
+            return;
+        }
+        let id = BROKERS[self.rng.below(3) as usize];
+        let until = self.now + 200 + self.rng.below(2_800);
+        self.broker(id).up = Up::ZkCut { until };
+        self.note(|| format!("{id} cut from ZooKeeper until {until}"));
+        self.stats.zk_cuts += 1;
+        self.controller_broker_gone(id);
+        if self.rng.chance(50) {
+            self.producer_leader = Some(id);
+        }
+    }
+
+    /// Two brokers lose the link between them; ZooKeeper sees nothing.
+    fn cut_pair(&mut self) {
+        if self.pair_cut.is_some_and(|(_, _, until)| self.now < until) {
+            return;
+        }
+        let a = self.rng.below(3) as usize;
+        let b = (a + 1 + self.rng.below(2) as usize) % 3;
+        let until = self.now + 200 + self.rng.below(2_800);
+        self.pair_cut = Some((BROKERS[a], BROKERS[b], until));
+        self.note(|| format!("{} and {} cut from each other until {until}", BROKERS[a], BROKERS[b]));
+        self.stats.pair_cuts += 1;
     }
 
     /// One random step.
@@ -700,8 +798,15 @@ impl World {
             }
             85..=93 => self.tick_all(),
             94..=95 => self.crash(),
-            96..=98 => self.restart(),
-            _ => self.isolate(),
+            96..=97 => self.restart(),
+            98 => self.isolate(),
+            _ => {
+                if self.rng.chance(50) {
+                    self.cut_zk();
+                } else {
+                    self.cut_pair();
+                }
+            }
         }
         self.check();
     }
