@@ -9,11 +9,11 @@
 mod common;
 
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::*;
+use common::segment_files;
 
 const TOPIC: &str = "rotting";
 const RECORDS: i64 = 200;
@@ -21,16 +21,6 @@ const REPEAT: usize = 150;
 
 fn value(n: i64) -> Vec<u8> {
     format!("record-{n:05}-").repeat(REPEAT).into_bytes()
-}
-
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("partition dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    files.sort();
-    files
 }
 
 /// Changes a record byte of the first batch of the `nth` segment of broker

@@ -8,12 +8,12 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{s, Broker, Client};
+use common::{s, segment_files, Broker, Client};
 use ferrite_engine::batch::build_batch;
 use ferrite_engine::{Offset, TimestampMs};
 use ferrite_testkit::free_port;
@@ -65,16 +65,6 @@ fn offsets(records: &[u8]) -> (Vec<i64>, i64) {
         at += info.size as usize;
     }
     (bases, next)
-}
-
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("partition dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    files.sort();
-    files
 }
 
 fn base_of(file: &Path) -> i64 {

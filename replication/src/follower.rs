@@ -29,6 +29,18 @@ impl PartitionReplica {
         }
     }
 
+    /// The leader this replica fetches from, when it is a follower in the
+    /// fetching phase.
+    fn fetching_from(&self) -> Option<BrokerId> {
+        match self.role {
+            Role::Follower(FollowerState {
+                leader: Some(leader),
+                phase: FollowerPhase::Fetching,
+            }) => Some(leader),
+            _ => None,
+        }
+    }
+
     fn set_phase(&mut self, phase: FollowerPhase) {
         if let Role::Follower(f) = &mut self.role {
             f.phase = phase;
@@ -148,13 +160,7 @@ impl PartitionReplica {
     /// fenced, and its next fetch round tells it again. (A leader:
     /// `damaged_while_leading`.)
     pub fn damaged_while_following(&mut self, offset: Offset) {
-        let Role::Follower(FollowerState {
-            leader: Some(leader),
-            phase: FollowerPhase::Fetching,
-        }) = self.role
-        else {
-            return;
-        };
+        let Some(leader) = self.fetching_from() else { return };
         if offset < self.offsets.leo() {
             self.truncate_then(leader, offset, AfterTruncation::Fetch);
         }
@@ -163,13 +169,7 @@ impl PartitionReplica {
     /// The leader answered a fetch with OFFSET_OUT_OF_RANGE: its log is now
     /// `[leader_log_start, leader_log_end)`.
     pub fn fetch_out_of_range(&mut self, leader_log_start: Offset, leader_log_end: Offset, history: &dyn EpochHistory) {
-        let Role::Follower(FollowerState {
-            leader: Some(leader),
-            phase: FollowerPhase::Fetching,
-        }) = self.role
-        else {
-            return;
-        };
+        let Some(leader) = self.fetching_from() else { return };
         if self.offsets.leo() < leader_log_start {
             // Retention on the leader passed everything this log has: start
             // over at the leader's log start.

@@ -408,6 +408,64 @@ fn a_fetch_in_flight_when_the_leader_changes_is_cut_by_the_truncation() {
     });
 }
 
+/// Leader A and follower B (ISR both, epoch 1) on logs of 2 KiB segments,
+/// after 30 batches of 4 records produced and fetched one at a time, so
+/// that both logs rolled many times.
+async fn rolled_pair(da: &Path, db: &Path) -> (Node, Node, RefCell<i32>) {
+    let small = LogConfig {
+        segment_bytes: 2048,
+        ..LogConfig::default()
+    };
+    let a = node_with(A, da, 1, small.clone()).await;
+    let b = node_with(B, db, 1, small).await;
+    let zk = RefCell::new(1);
+    for n in [&a, &b] {
+        n.replica
+            .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
+            .await
+            .unwrap();
+    }
+    for fill in 0..30u8 {
+        a.replica
+            .produce(batch(4, fill), Acks::Leader, MonoMs(u64::MAX))
+            .await
+            .unwrap();
+        pump(&[&a, &b], &zk, 1).await;
+    }
+    pump(&[&a, &b], &zk, 2).await;
+    (a, b, zk)
+}
+
+/// A log directory's segment files, oldest first.
+fn segment_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Flips a byte of the first batch of segment `file`, at `at(batch size)`;
+/// returns the batch's base offset.
+fn rot_first_batch(file: &Path, at: impl Fn(usize) -> usize) -> Offset {
+    let mut bytes = std::fs::read(file).unwrap();
+    let first = ferrite_engine::batch::peek(&bytes).unwrap();
+    bytes[at(first.size)] ^= 0x5a;
+    std::fs::write(file, &bytes).unwrap();
+    first.base_offset
+}
+
+/// One scrub pass over `log`, which must find damage.
+async fn scrub_finds(log: &PartitionLog) -> ferrite_engine::scrub::Damage {
+    log.scrub(&mut ferrite_engine::scrub::ScrubPacer::new(1 << 30))
+        .await
+        .unwrap()
+        .damage
+        .expect("damage found")
+}
+
 /// The scrubber finds a byte changed in a closed segment of a follower, far
 /// below the HW: the follower stops serving the range, cuts its log there
 /// at its next fetch round and fetches the rest again, ending identical to
@@ -416,54 +474,16 @@ fn a_fetch_in_flight_when_the_leader_changes_is_cut_by_the_truncation() {
 fn a_follower_heals_a_damaged_range_by_fetching_it_again() {
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     run(async {
-        let small = LogConfig {
-            segment_bytes: 2048,
-            ..LogConfig::default()
-        };
-        let a = node_with(A, da.path(), 1, small.clone()).await;
-        let b = node_with(B, db.path(), 1, small).await;
-        let zk = RefCell::new(1);
-        for n in [&a, &b] {
-            n.replica
-                .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
-                .await
-                .unwrap();
-        }
-        // Fetched a batch at a time, so that the follower's log rolls too.
-        for fill in 0..30u8 {
-            a.replica
-                .produce(batch(4, fill), Acks::Leader, MonoMs(u64::MAX))
-                .await
-                .unwrap();
-            pump(&[&a, &b], &zk, 1).await;
-        }
-        pump(&[&a, &b], &zk, 2).await;
+        let (a, b, zk) = rolled_pair(da.path(), db.path()).await;
         let end = a.replica.log().log_end_offset();
         assert_eq!((b.replica.log().log_end_offset(), b.replica.hw()), (end, end));
         b.replica.log().flush().await.unwrap();
-        let mut files: Vec<_> = std::fs::read_dir(db.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect();
-        files.sort();
+        let files = segment_files(db.path());
         assert!(files.len() > 3, "{files:?}");
         // A record byte in the second segment's first batch.
-        let victim = &files[1];
-        let bytes = std::fs::read(victim).unwrap();
-        let first = ferrite_engine::batch::peek(&bytes).unwrap();
-        let mut damaged = bytes.clone();
-        damaged[first.size as usize - 20] ^= 0x5a;
-        std::fs::write(victim, &damaged).unwrap();
-        let found = b
-            .replica
-            .log()
-            .scrub(&mut ferrite_engine::scrub::ScrubPacer::new(1 << 30))
-            .await
-            .unwrap()
-            .damage
-            .expect("damage found");
-        assert_eq!(found.offset, first.base_offset);
+        let damaged = rot_first_batch(&files[1], |size| size - 20);
+        let found = scrub_finds(b.replica.log()).await;
+        assert_eq!(found.offset, damaged);
         assert!(found.offset < b.replica.hw(), "far below the HW");
         assert!(b
             .replica
@@ -495,49 +515,13 @@ fn a_follower_heals_a_damaged_range_by_fetching_it_again() {
 fn a_damaged_leader_asks_to_resign_and_heals_as_a_follower() {
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     run(async {
-        let small = LogConfig {
-            segment_bytes: 2048,
-            ..LogConfig::default()
-        };
-        let a = node_with(A, da.path(), 1, small.clone()).await;
-        let b = node_with(B, db.path(), 1, small).await;
-        let zk = RefCell::new(1);
-        for n in [&a, &b] {
-            n.replica
-                .leader_and_isr(&state(A, 1, &[A, B]), MonoMs(0))
-                .await
-                .unwrap();
-        }
-        for fill in 0..30u8 {
-            a.replica
-                .produce(batch(4, fill), Acks::Leader, MonoMs(u64::MAX))
-                .await
-                .unwrap();
-            pump(&[&a, &b], &zk, 1).await;
-        }
-        pump(&[&a, &b], &zk, 2).await;
+        let (a, b, zk) = rolled_pair(da.path(), db.path()).await;
         let end = a.replica.log().log_end_offset();
         a.replica.log().flush().await.unwrap();
-        let mut files: Vec<_> = std::fs::read_dir(da.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect();
-        files.sort();
-        let victim = &files[2];
-        let mut bytes = std::fs::read(victim).unwrap();
-        let first = ferrite_engine::batch::peek(&bytes).unwrap();
-        bytes[30] ^= 0x01;
-        std::fs::write(victim, &bytes).unwrap();
-        let found = a
-            .replica
-            .log()
-            .scrub(&mut ferrite_engine::scrub::ScrubPacer::new(1 << 30))
-            .await
-            .unwrap()
-            .damage
-            .expect("damage found");
-        assert_eq!(found.offset, first.base_offset);
+        let files = segment_files(da.path());
+        let damaged = rot_first_batch(&files[2], |_| 30);
+        let found = scrub_finds(a.replica.log()).await;
+        assert_eq!(found.offset, damaged);
         let resigns = |n: &Node| -> Vec<(LeaderEpoch, Offset)> {
             n.links
                 .0

@@ -6,7 +6,7 @@ pub mod cluster;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -245,4 +245,15 @@ impl Client {
         assert_eq!(header.correlation_id, expected, "responses out of order");
         Some(R::Response::decode(&mut frame, version).expect("decode response"))
     }
+}
+
+/// A partition directory's segment files, oldest first.
+pub fn segment_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("partition dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    files.sort();
+    files
 }

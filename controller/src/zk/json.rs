@@ -286,17 +286,24 @@ fn decode_refs(bytes: &[u8]) -> Decoded<Vec<PartitionRef>> {
     Ok(j.partitions)
 }
 
-/// `/admin/preferred_replica_election` and ISR change notifications.
-pub fn encode_partition_list(parts: &[TopicPartition]) -> Vec<u8> {
-    let partitions = parts
+/// Partitions named without their replicas.
+fn partition_refs(parts: &[TopicPartition]) -> Vec<PartitionRef> {
+    parts
         .iter()
         .map(|tp| PartitionRef {
             topic: tp.topic.clone(),
             partition: tp.partition,
             replicas: None,
         })
-        .collect();
-    to_vec(&PartitionListJson { version: 1, partitions })
+        .collect()
+}
+
+/// `/admin/preferred_replica_election` and ISR change notifications.
+pub fn encode_partition_list(parts: &[TopicPartition]) -> Vec<u8> {
+    to_vec(&PartitionListJson {
+        version: 1,
+        partitions: partition_refs(parts),
+    })
 }
 
 pub fn decode_partition_list(bytes: &[u8]) -> Decoded<Vec<TopicPartition>> {
@@ -316,18 +323,10 @@ struct DamageJson {
 
 /// A replica damage notification: `broker`'s logs of `parts` are damaged.
 pub fn encode_damage(broker: BrokerId, parts: &[TopicPartition]) -> Vec<u8> {
-    let partitions = parts
-        .iter()
-        .map(|tp| PartitionRef {
-            topic: tp.topic.clone(),
-            partition: tp.partition,
-            replicas: None,
-        })
-        .collect();
     to_vec(&DamageJson {
         version: 1,
         broker: broker.0,
-        partitions,
+        partitions: partition_refs(parts),
     })
 }
 
@@ -458,6 +457,15 @@ mod tests {
             vec![BrokerId(2), BrokerId(3), BrokerId(4)]
         );
         assert_eq!(decode_cluster_id(br#"{"version":"1","id":"abc"}"#).unwrap(), "abc");
+    }
+
+    #[test]
+    fn damage_notices_round_trip_and_refuse_bad_ids() {
+        let parts = vec![TopicPartition::new("t", 0), TopicPartition::new("u", 3)];
+        let bytes = encode_damage(BrokerId(2), &parts);
+        assert_eq!(decode_damage(&bytes).unwrap(), (BrokerId(2), parts));
+        assert!(decode_damage(br#"{"version":1,"broker":-1,"partitions":[]}"#).is_err());
+        assert!(decode_damage(br#"{"version":1,"broker":1,"partitions":[{"topic":"t","partition":-2}]}"#).is_err());
     }
 
     #[test]
