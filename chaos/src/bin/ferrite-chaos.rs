@@ -59,8 +59,9 @@ struct RunArgs {
     /// pause-leader, isolate-leader-from-followers,
     /// isolate-leader-from-zookeeper, isolate-leader, isolate-follower,
     /// kill-zk-member, lose-isr, lose-zk-quorum, restart-zookeeper,
-    /// split-leader-minority, bridge, flap-leader (docs/reliability.md says
-    /// what each does).
+    /// split-leader-minority, bridge, flap-leader, lossy-leader,
+    /// fill-leader-disk, fill-follower-disk, rot-leader, rot-follower
+    /// (docs/reliability.md says what each does).
     #[arg(long)]
     fault: Fault,
     /// How long the fault holds before it heals, in seconds.
@@ -200,5 +201,24 @@ fn run_suite(a: SuiteArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_run_help_names_every_fault() {
+        let mut cli = Cli::command();
+        let help = cli
+            .find_subcommand_mut("run")
+            .expect("the run subcommand")
+            .render_long_help()
+            .to_string();
+        for f in Fault::ALL {
+            assert!(help.contains(f.name()), "`ferrite-chaos run --help` does not name {f}");
+        }
     }
 }
