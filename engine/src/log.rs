@@ -161,6 +161,9 @@ pub struct PartitionLog {
     pub(crate) poison: RefCell<Option<Poison>>,
     /// A range the scrubber found damaged, not served ([`crate::scrub`]).
     pub(crate) damage: RefCell<Option<crate::scrub::Damage>>,
+    /// Counts each truncation of this log as it begins and as it ends (the
+    /// scrubber discards what it read while one ran).
+    pub(crate) truncations: Cell<u64>,
     pub(crate) closed: Cell<bool>,
     /// The order in which appends (and truncation, and close) take their
     /// turn to assign offsets and reserve bytes.

@@ -237,6 +237,7 @@ impl PartitionLog {
             recovery_point: std::cell::Cell::new(recovery_point),
             poison: std::cell::RefCell::new(None),
             damage: std::cell::RefCell::new(None),
+            truncations: std::cell::Cell::new(0),
             closed: std::cell::Cell::new(false),
             turns: crate::fifo::TurnOrder::new(),
             flush_lock: Semaphore::new(1),

@@ -124,7 +124,7 @@ impl PartitionLog {
             if self.check_usable().is_err() || !self.holds(&segment) {
                 continue;
             }
-            let quiet = crate::truncate::truncations_quiet();
+            let truncations = self.truncations.get();
             let (verified, found) = verify_segment(&segment, pacer).await?;
             outcome.bytes_verified += verified;
             let Some(found) = found else { continue };
@@ -132,7 +132,7 @@ impl PartitionLog {
             // truncation rewrites positions): only damage in a segment it
             // still holds, closed, and read while no truncation ran, counts.
             let end = self.segment_after(segment.base()).map(|s| s.base());
-            let undisturbed = quiet.is_some_and(|mark| !crate::truncate::truncations_since(mark));
+            let undisturbed = self.truncations.get() == truncations;
             let (Some(end), true, true) = (end, self.holds(&segment), undisturbed) else {
                 continue;
             };

@@ -65,6 +65,24 @@ impl Drop for TruncationCounted {
     }
 }
 
+/// Counts a truncation of one log when it begins and again when it ends,
+/// so that a reader who saw the same count before and after knows no
+/// truncation overlapped its read.
+struct CountedOnLog<'a>(&'a std::cell::Cell<u64>);
+
+impl<'a> CountedOnLog<'a> {
+    fn begin(count: &'a std::cell::Cell<u64>) -> CountedOnLog<'a> {
+        count.set(count.get() + 1);
+        CountedOnLog(count)
+    }
+}
+
+impl Drop for CountedOnLog<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
 /// What a truncation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cut {
@@ -102,6 +120,7 @@ impl PartitionLog {
         self.check_usable()?;
         let _turn = ticket.turn().await;
         let _counted = TruncationCounted::begin();
+        let _ends = CountedOnLog::begin(&self.truncations);
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
         let _checkpoint = self.lock(&self.checkpoint_lock, "wait for checkpoint lock").await?;
         self.drain_reserved().await?;
