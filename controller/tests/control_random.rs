@@ -68,7 +68,7 @@ fn step(c: &mut Cluster, rng: &mut Rng, topics: &mut Vec<String>, serial: &mut u
             });
         }
         9 => shrink_some_isr(c, rng),
-        10 => damage_some_leader(c, rng),
+        10 => damage_some_replica(c, rng),
         _ => {
             let live = c.live_brokers();
             c.run(Event::BrokersChanged { live });
@@ -76,17 +76,26 @@ fn step(c: &mut Cluster, rng: &mut Rng, topics: &mut Vec<String>, serial: &mut u
     }
 }
 
-/// A leader's scrubber finds its log damaged and announces it.
-fn damage_some_leader(c: &mut Cluster, rng: &mut Rng) {
-    let led: Vec<_> =
+/// A broker's scrubber finds its replica of some partition damaged (the
+/// leader's, half the time) and announces it.
+fn damage_some_replica(c: &mut Cluster, rng: &mut Rng) {
+    let held: Vec<_> =
         c.zk.states
             .iter()
-            .filter_map(|(k, s)| Some((s.value.leader?, k.clone())))
+            .filter(|(k, _)| !c.zk.deletions.contains(&k.topic))
+            .filter_map(|(k, s)| {
+                let replicas = &c.zk.topics.get(&k.topic)?.replicas.get(k.partition as usize)?.clone();
+                let broker = match s.value.leader {
+                    Some(l) if rng.index(2) == 0 => l,
+                    _ => *replicas.get(rng.index(replicas.len().max(1)))?,
+                };
+                Some((broker, k.clone()))
+            })
             .collect();
-    if led.is_empty() {
+    if held.is_empty() {
         return;
     }
-    let (broker, k) = led[rng.index(led.len())].clone();
+    let (broker, k) = held[rng.index(held.len())].clone();
     c.run(Event::ReplicasDamaged {
         replicas: vec![(broker, tp(&k.topic, k.partition))],
     });

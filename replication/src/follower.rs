@@ -153,17 +153,17 @@ impl PartitionReplica {
     }
 
     /// The scrubber found this replica's log damaged from `offset` (the
-    /// range is fenced: not served). A fetching follower cuts its log there
-    /// and fetches the range again from its leader, which heals it; the
-    /// cut may go below the HW, which follows the log end down. A follower
-    /// between leaders or truncating does nothing here: the range stays
-    /// fenced, and its next fetch round tells it again. (A leader:
-    /// `damaged_while_leading`.)
+    /// range is fenced: not served). Healing cuts the log there, most often
+    /// below the HW, which an ISR member must never do: a follower asks the
+    /// controller ([`Action::Resign`], once per leader epoch) to take it out
+    /// of the ISR in a new epoch, and cuts when that LeaderAndIsr comes
+    /// (`LocalReplica::leader_and_isr`). (A leader: `damaged_while_leading`.)
     pub fn damaged_while_following(&mut self, offset: Offset) {
-        let Some(leader) = self.fetching_from() else { return };
-        if offset < self.offsets.leo() {
-            self.truncate_then(leader, offset, AfterTruncation::Fetch);
+        if !matches!(self.role, Role::Follower(_)) || self.damage_reported_in == Some(self.epoch) {
+            return;
         }
+        self.damage_reported_in = Some(self.epoch);
+        self.actions.push(Action::Resign { offset });
     }
 
     /// The leader answered a fetch with OFFSET_OUT_OF_RANGE: its log is now

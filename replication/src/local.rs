@@ -135,6 +135,10 @@ impl LocalReplica {
 
     pub async fn leader_and_isr(&self, state: &LeaderAndIsr, now: MonoMs) -> Result<(), ReplicaOpError> {
         let _turn = self.log_turn.acquire_permit(1).await;
+        if let Some(offset) = self.damage_to_cut(state) {
+            let end = self.log.truncate_to(offset).await?;
+            tracing::warn!(tp = %self.log.topic_partition(), end = end.0, "cut the damaged range: fetching it again");
+        }
         let log = local_log(&self.log);
         self.state
             .borrow_mut()
@@ -143,6 +147,18 @@ impl LocalReplica {
         // Long-polling fetches look again: they may no longer be served here.
         self.hw_changed.notify_all();
         result
+    }
+
+    /// Where to cut a damaged log on `state`: at the damage, when `state`
+    /// is a newer epoch that leaves this replica out of the ISR and the
+    /// leadership. Only then may the cut go below the high watermark (see
+    /// `PartitionReplica::damaged_while_following`).
+    fn damage_to_cut(&self, state: &LeaderAndIsr) -> Option<Offset> {
+        let damage = self.log.damage()?;
+        let s = self.state.borrow();
+        let newer = state.leader_epoch > s.leader_epoch();
+        let out = state.leader != Some(s.local) && !state.isr.contains(&s.local);
+        (newer && out).then_some(damage.offset)
     }
 
     pub async fn stop(&self) -> Result<(), ReplicaOpError> {

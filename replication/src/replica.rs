@@ -99,6 +99,9 @@ pub struct PartitionReplica {
     pub(crate) offsets: ReplicaOffsets,
     pub(crate) role: Role,
     pub(crate) actions: Vec<Action>,
+    /// The leader epoch in which this follower last reported its log
+    /// damaged (it reports once per epoch).
+    pub(crate) damage_reported_in: Option<LeaderEpoch>,
 }
 
 impl PartitionReplica {
@@ -116,6 +119,7 @@ impl PartitionReplica {
             offsets: ReplicaOffsets::new(log.log_start, hw, log.log_end),
             role: Role::Unassigned,
             actions: Vec::new(),
+            damage_reported_in: None,
         }
     }
 

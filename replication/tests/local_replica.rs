@@ -55,6 +55,8 @@ struct Node {
     replica: LocalReplica,
     links: Rc<Links>,
     fetching: RefCell<Option<BrokerId>>,
+    /// Resignations asked for, as `pump` took them from `links`.
+    resigned: RefCell<Vec<(LeaderEpoch, Offset)>>,
 }
 
 fn run<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -92,6 +94,7 @@ async fn node_with(id: BrokerId, dir: &Path, min_isr: usize, config: LogConfig) 
         replica,
         links,
         fetching: RefCell::new(None),
+        resigned: RefCell::new(Vec::new()),
     }
 }
 
@@ -158,7 +161,7 @@ async fn pump(nodes: &[&Node], zk_version: &RefCell<i32>, rounds: usize) {
                     }
                     Call::Start(leader) => *n.fetching.borrow_mut() = Some(leader),
                     Call::Stop => *n.fetching.borrow_mut() = None,
-                    Call::Resign(..) => {}
+                    Call::Resign(e, o) => n.resigned.borrow_mut().push((e, o)),
                 }
             }
             let Some(leader) = *n.fetching.borrow() else { continue };
@@ -457,6 +460,16 @@ fn rot_first_batch(file: &Path, at: impl Fn(usize) -> usize) -> Offset {
     first.base_offset
 }
 
+/// The resignations a node asked for: (its epoch, the damaged offset).
+fn resigns(n: &Node) -> Vec<(LeaderEpoch, Offset)> {
+    let pending = n.links.0.borrow();
+    let still_in_links = pending.iter().filter_map(|c| match c {
+        Call::Resign(e, o) => Some((*e, *o)),
+        _ => None,
+    });
+    n.resigned.borrow().iter().copied().chain(still_in_links).collect()
+}
+
 /// One scrub pass over `log`, which must find damage.
 async fn scrub_finds(log: &PartitionLog) -> ferrite_engine::scrub::Damage {
     log.scrub(&mut ferrite_engine::scrub::ScrubPacer::new(1 << 30))
@@ -467,9 +480,10 @@ async fn scrub_finds(log: &PartitionLog) -> ferrite_engine::scrub::Damage {
 }
 
 /// The scrubber finds a byte changed in a closed segment of a follower, far
-/// below the HW: the follower stops serving the range, cuts its log there
-/// at its next fetch round and fetches the rest again, ending identical to
-/// the leader.
+/// below the HW: the follower stops serving the range and asks to leave the
+/// ISR; only the LeaderAndIsr that leaves it out lets it cut its log there,
+/// and it fetches the rest again, ending identical to the leader and back in
+/// its ISR.
 #[test]
 fn a_follower_heals_a_damaged_range_by_fetching_it_again() {
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -491,10 +505,22 @@ fn a_follower_heals_a_damaged_range_by_fetching_it_again() {
             .read(found.offset, 1 << 20, end, SizeLimit::AtLeastOneBatch)
             .await
             .is_err());
-        pump(&[&a, &b], &zk, 6).await;
+        // An ISR member does not cut below the HW: it asks, once an epoch,
+        // to be taken out of the ISR.
+        pump(&[&a, &b], &zk, 3).await;
+        assert!(b.replica.log().is_damaged(), "no cut while in the ISR");
+        assert_eq!(resigns(&b), vec![(LeaderEpoch(1), found.offset)]);
+        // The controller's answer: a new epoch without it in the ISR.
+        for n in [&a, &b] {
+            n.replica.leader_and_isr(&state(A, 2, &[A]), MonoMs(10)).await.unwrap();
+        }
         assert!(!b.replica.log().is_damaged(), "the range was cut away");
+        assert_eq!(b.replica.log().log_end_offset(), found.offset);
+        *zk.borrow_mut() = 2;
+        pump(&[&a, &b], &zk, 6).await;
         assert_eq!(b.replica.log().log_end_offset(), end);
         assert_eq!(b.replica.hw(), end);
+        assert_eq!(a.replica.isr(), Some(vec![A, B]), "back in the ISR once caught up");
         assert_eq!(all_bytes(b.replica.log()).await, all_bytes(a.replica.log()).await);
         // The rewritten segment checks clean.
         let again = b
@@ -522,17 +548,6 @@ fn a_damaged_leader_asks_to_resign_and_heals_as_a_follower() {
         let damaged = rot_first_batch(&files[2], |_| 30);
         let found = scrub_finds(a.replica.log()).await;
         assert_eq!(found.offset, damaged);
-        let resigns = |n: &Node| -> Vec<(LeaderEpoch, Offset)> {
-            n.links
-                .0
-                .borrow()
-                .iter()
-                .filter_map(|c| match c {
-                    Call::Resign(e, o) => Some((*e, *o)),
-                    _ => None,
-                })
-                .collect()
-        };
         let t0 = 1_000_000;
         a.replica.tick(MonoMs(t0)).await.unwrap();
         assert_eq!(resigns(&a), vec![(LeaderEpoch(1), found.offset)]);

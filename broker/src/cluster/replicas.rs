@@ -272,15 +272,14 @@ impl ShardReplicas {
         }
     }
 
-    /// Tells the controller that this leader's log of `tp` is damaged from
-    /// `offset`, retrying while it still leads in `leader_epoch`.
+    /// Tells the controller that this replica's log of `tp` is damaged from
+    /// `offset` (to take it out of the ISR, and leadership off it),
+    /// retrying while the replica is still in `leader_epoch`.
     async fn report_damage(&self, tp: TopicPartition, leader_epoch: LeaderEpoch, offset: Offset) {
-        tracing::error!(%tp, offset = offset.0, "the leader's log is damaged: asking the controller to move leadership");
+        tracing::error!(%tp, offset = offset.0, "this replica's log is damaged: asking the controller to take it out of the ISR");
         loop {
-            let leads = self
-                .get(&tp)
-                .is_some_and(|r| r.leader_epoch() == leader_epoch && r.role() == RoleKind::Leader);
-            if !leads || self.stopped.get() {
+            let current = self.get(&tp).is_some_and(|r| r.leader_epoch() == leader_epoch);
+            if !current || self.stopped.get() {
                 return;
             }
             let t = tp.clone();
