@@ -256,7 +256,12 @@ impl PartitionLog {
     ) -> Result<SegmentRead> {
         let truncations_quiet = crate::truncate::truncations_quiet();
         let file = segment.reader().await?;
-        let seg_end = segment.readable_end();
+        // In a segment holding a fenced damaged range, the walk over batch
+        // headers stops where the damage starts: its header may be garbled
+        // (a wrong length, or a base offset — which the CRC does not cover —
+        // that would pass it off as another batch).
+        let damaged_at = self.damage_in(segment);
+        let seg_end = damaged_at.map_or(segment.readable_end(), |(pos, _)| pos);
         let (_, index_pos) = segment.index_lookup(from);
         let Some((start, first)) = file.find_offset(index_pos, from, seg_end).await? else {
             return Ok(SegmentRead::NotHere);
@@ -264,7 +269,9 @@ impl PartitionLog {
         if first.next_offset() > upper {
             return Ok(SegmentRead::Found(LogRead::empty(from)));
         }
-        let (upper_pos, upper_next) = self.position_below(segment, &file, upper, seg_end).await?;
+        let (upper_pos, upper_next) = self
+            .position_below(segment, &file, upper, (seg_end, damaged_at.map(|(_, at)| at)))
+            .await?;
         let first_end = start + first.size as u64;
         let limit = start.saturating_add(max_bytes as u64).min(upper_pos);
         let (stop, next) = if limit >= first_end {
@@ -295,16 +302,19 @@ impl PartitionLog {
 
     /// Position (and offset) where the batches below `upper` end in this
     /// segment. `upper` is a batch boundary or beyond the segment.
+    /// `(seg_end, damaged_next)`: where the walk stops, and the offset
+    /// there when a damaged range cuts the segment short.
     async fn position_below(
         &self,
         segment: &Segment,
         file: &SegmentFile,
         upper: Offset,
-        seg_end: u64,
+        (seg_end, damaged_next): (u64, Option<Offset>),
     ) -> Result<(u64, Offset)> {
-        let seg_next = match segment.appender() {
-            Some(a) => a.written_next(),
-            None => segment.next_offset(),
+        let seg_next = match (damaged_next, segment.appender()) {
+            (Some(at), _) => at,
+            (None, Some(a)) => a.written_next(),
+            (None, None) => segment.next_offset(),
         };
         if upper >= seg_next {
             return Ok((seg_end, seg_next));

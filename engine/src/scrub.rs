@@ -174,6 +174,14 @@ impl PartitionLog {
         }
     }
 
+    /// Where the fenced damage starts in `segment` (byte position, offset),
+    /// if it lies there.
+    pub(crate) fn damage_in(&self, segment: &Segment) -> Option<(u64, Offset)> {
+        let damage = self.damage.borrow();
+        let d = damage.as_ref()?;
+        (d.segment_base == segment.base()).then_some((d.position, d.offset))
+    }
+
     /// `upper` lowered to the damaged range's start when a read from `from`
     /// would reach it; an error when `from` lies inside it.
     pub(crate) fn below_damage(&self, from: Offset, upper: Offset) -> Result<Offset> {

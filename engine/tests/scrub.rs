@@ -70,7 +70,42 @@ async fn filled_log(dir: &Path) -> Rc<PartitionLog> {
     }
     log.flush().await.expect("flush");
     assert!(log.segment_count() >= 4, "{} segments", log.segment_count());
-    log
+    // Closed cleanly and opened again: nothing cached, every read goes to
+    // the files, and nothing is scanned at the open.
+    log.close().await.expect("close");
+    PartitionLog::open(params(dir, config(), WriteMode::Buffered, manual_clock()))
+        .await
+        .expect("reopen")
+}
+
+#[derive(Clone, Copy)]
+enum Reader {
+    Consumer,
+    Follower,
+}
+
+/// Reads on from `from` (a segment at a time, as file reads go) until a
+/// read returns nothing more or meets the damaged range; returns where the
+/// reads stopped.
+async fn read_until_stopped(log: &PartitionLog, from: Offset, who: Reader) -> Offset {
+    let mut at = from;
+    loop {
+        let r = match who {
+            Reader::Consumer => {
+                log.read(at, 1 << 30, log.log_end_offset(), SizeLimit::AtLeastOneBatch)
+                    .await
+            }
+            Reader::Follower => log.read_for_replica(at, 1 << 30, SizeLimit::AtLeastOneBatch).await,
+        };
+        let r = match r {
+            Err(EngineError::Damaged { .. }) => return at,
+            other => other.expect("a read below the damage"),
+        };
+        if r.next_offset == at {
+            return at;
+        }
+        at = r.next_offset;
+    }
 }
 
 fn pacer() -> ScrubPacer {
@@ -123,16 +158,8 @@ fn a_flipped_byte_in_a_closed_segment_is_found_fenced_and_cut_away() {
             assert!(matches!(r, Err(EngineError::Damaged { .. })), "{r:?}");
         }
         // From below: up to the damage, not into it.
-        let r = log
-            .read(Offset(0), 1 << 30, end, SizeLimit::AtLeastOneBatch)
-            .await
-            .expect("read");
-        assert_eq!(r.next_offset, offset);
-        let r = log
-            .read_for_replica(Offset(0), 1 << 30, SizeLimit::AtLeastOneBatch)
-            .await
-            .expect("read");
-        assert_eq!(r.next_offset, offset);
+        assert_eq!(read_until_stopped(&log, Offset(0), Reader::Consumer).await, offset);
+        assert_eq!(read_until_stopped(&log, Offset(0), Reader::Follower).await, offset);
         // Past it: served.
         let after = read_all(&log, next_segment, 1 << 20).await;
         assert_eq!(after[..], intact[next_segment.0 as usize..]);
@@ -165,7 +192,8 @@ fn a_damaged_batch_header_is_found_and_cut_at_its_known_position() {
         let log = filled_log(dir.path()).await;
         let files = segment_files(dir.path());
         let victim = &files[2];
-        let (position, offset) = batch_starts(victim)[1];
+        let starts = batch_starts(victim);
+        let (position, offset) = starts[1];
         // The batch length: the walk over headers cannot pass it.
         flip(victim, position + 8);
         let found = log
@@ -181,6 +209,16 @@ fn a_damaged_batch_header_is_found_and_cut_at_its_known_position() {
             .await
             .expect("read");
         assert!(r.next_offset <= offset);
+        // From the damaged segment's own first batch: served up to the
+        // damage, whose garbled header is never walked over.
+        let first = starts[0].1;
+        for read in [
+            log.read(first, 1 << 30, end, SizeLimit::AtLeastOneBatch).await,
+            log.read_for_replica(first, 1 << 30, SizeLimit::AtLeastOneBatch).await,
+        ] {
+            let r = read.expect("a read below the damage in its segment");
+            assert_eq!((r.first_offset, r.next_offset), (first, offset));
+        }
         let cut = log.truncate_to(Offset(end.0 - 1)).await.expect("truncate");
         assert_eq!(cut, offset);
         assert_eq!(log.damage(), None);
@@ -191,6 +229,40 @@ fn a_damaged_batch_header_is_found_and_cut_at_its_known_position() {
             .await
             .expect("reopen");
         assert_eq!(log.log_end_offset(), offset);
+        log.close().await.expect("close");
+    });
+}
+
+/// The base offset is not covered by the CRC: lowered, it would pass the
+/// damaged batch off as the one holding an earlier offset.
+#[test]
+fn a_lowered_base_offset_is_found_and_never_served() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run(|| async {
+        let log = filled_log(dir.path()).await;
+        let files = segment_files(dir.path());
+        let victim = &files[1];
+        let starts = batch_starts(victim);
+        let (position, offset) = starts[1];
+        let f = std::fs::OpenOptions::new().write(true).open(victim).expect("open");
+        f.write_all_at(&starts[0].1 .0.to_be_bytes(), position)
+            .expect("lower the base offset");
+        f.sync_all().expect("sync");
+        let found = log
+            .scrub(&mut pacer())
+            .await
+            .expect("scrub")
+            .damage
+            .expect("damage found");
+        assert_eq!((found.offset, found.position), (offset, position));
+        let end = log.log_end_offset();
+        let r = log
+            .read(starts[0].1, 1 << 30, end, SizeLimit::AtLeastOneBatch)
+            .await
+            .expect("read");
+        assert_eq!(r.next_offset, offset);
+        let bytes = r.to_vec().await.expect("bytes");
+        assert_eq!(split_batches(&bytes).len(), 1, "only the batch before the damage");
         log.close().await.expect("close");
     });
 }
