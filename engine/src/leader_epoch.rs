@@ -372,6 +372,27 @@ fn number<T: std::str::FromStr>(field: &str) -> std::result::Result<T, String> {
     field.parse().map_err(|_| format!("{field} is out of range"))
 }
 
+/// A log's OffsetForLeaderEpoch answers, from its cache.
+impl crate::log::PartitionLog {
+    /// Kafka's OffsetForLeaderEpoch answer for this log: the largest epoch
+    /// at or below `requested` and the end offset of `requested` (the log
+    /// end offset for the latest epoch). `None` for "undefined" (see
+    /// [`LeaderEpochCache::end_offset_for`]).
+    pub fn end_offset_for_epoch(&self, requested: LeaderEpoch) -> Option<(LeaderEpoch, Offset)> {
+        self.epochs.borrow().end_offset_for(requested, self.log_end_offset())
+    }
+
+    /// [`Self::end_offset_for_epoch`] with the latest epoch ending at
+    /// `latest_end` (a leader's appends under way included).
+    pub fn end_offset_for_epoch_ending(
+        &self,
+        requested: LeaderEpoch,
+        latest_end: Offset,
+    ) -> Option<(LeaderEpoch, Offset)> {
+        self.epochs.borrow().end_offset_for(requested, latest_end)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -433,24 +433,6 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Kafka's OffsetForLeaderEpoch answer for this log: the largest epoch
-    /// at or below `requested` and the end offset of `requested` (the log
-    /// end offset for the latest epoch). `None` for "undefined" (see
-    /// [`LeaderEpochCache::end_offset_for`]).
-    pub fn end_offset_for_epoch(&self, requested: LeaderEpoch) -> Option<(LeaderEpoch, Offset)> {
-        self.epochs.borrow().end_offset_for(requested, self.log_end_offset())
-    }
-
-    /// [`Self::end_offset_for_epoch`] with the latest epoch ending at
-    /// `latest_end` (a leader's appends under way included).
-    pub fn end_offset_for_epoch_ending(
-        &self,
-        requested: LeaderEpoch,
-        latest_end: Offset,
-    ) -> Option<(LeaderEpoch, Offset)> {
-        self.epochs.borrow().end_offset_for(requested, latest_end)
-    }
-
     pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.epochs.borrow().latest_epoch()
     }
