@@ -6,8 +6,9 @@
 //!
 //! Depends on: every crate below it (`ferrite-ids`, `ferrite-protocol`,
 //! `ferrite-client`, `ferrite-groups`, `ferrite-config`, `ferrite-cli`,
-//! `ferrite-engine`, `ferrite-replication`, `ferrite-controller`). Only
-//! the benchmarks and the fuzz targets depend on it.
+//! `ferrite-transport`, `ferrite-engine`, `ferrite-replication`,
+//! `ferrite-controller`). Only the benchmarks and the fuzz targets depend
+//! on it.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 

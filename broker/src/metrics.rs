@@ -16,6 +16,7 @@
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
 //! | `ferrite_partition_high_watermark`, `ferrite_partition_leader`, `ferrite_partition_isr_size` | gauge | topic, partition (cluster) |
+//! | `ferrite_fetch_file_sent_bytes_total`, `ferrite_fetch_read_ahead_bytes_total` | counter | path, outcome (`ferrite-transport`'s `metrics.rs`) |
 //!
 //! The per-partition gauges are read at scrape time (`partition_gauges`).
 
@@ -72,11 +73,6 @@ thread_local! {
     static CROSS_SHARD_CALLS: metrics::Counter = metrics::counter!("ferrite_cross_shard_calls_total");
     static FETCH_BYTES_MEMORY: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "memory");
     static FETCH_BYTES_FILE: metrics::Counter = metrics::counter!("ferrite_fetch_bytes_total", "source" => "file");
-    static FILE_SENT_SENDFILE: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "sendfile");
-    static FILE_SENT_DIRECT: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "direct");
-    static FILE_SENT_INLINE: metrics::Counter = metrics::counter!("ferrite_fetch_file_sent_bytes_total", "path" => "inline");
-    static READ_AHEAD_USED: metrics::Counter = metrics::counter!("ferrite_fetch_read_ahead_bytes_total", "outcome" => "used");
-    static READ_AHEAD_DROPPED: metrics::Counter = metrics::counter!("ferrite_fetch_read_ahead_bytes_total", "outcome" => "dropped");
 }
 
 /// Where a fetch's bytes came from.
@@ -97,28 +93,6 @@ pub fn fetch_read(source: FetchSource, bytes: u64) {
         FetchSource::Memory => FETCH_BYTES_MEMORY.with(|c| c.increment(bytes)),
         FetchSource::File => FETCH_BYTES_FILE.with(|c| c.increment(bytes)),
     }
-}
-
-/// File-region bytes of fetch responses sent, by how: `sendfile` from the
-/// page cache, or read with O_DIRECT and sent from memory
-/// (`net/direct_read.rs`).
-pub fn file_sent(path: crate::net::direct_read::SendPath, bytes: u64) {
-    use crate::net::direct_read::SendPath;
-    match path {
-        SendPath::Sendfile => FILE_SENT_SENDFILE.with(|c| c.increment(bytes)),
-        SendPath::Direct => FILE_SENT_DIRECT.with(|c| c.increment(bytes)),
-        SendPath::Inline => FILE_SENT_INLINE.with(|c| c.increment(bytes)),
-    }
-}
-
-/// Bytes read ahead of a fetch that a later fetch sent.
-pub fn read_ahead_used(bytes: u64) {
-    READ_AHEAD_USED.with(|c| c.increment(bytes));
-}
-
-/// Bytes read ahead (or being read) that no fetch took.
-pub fn read_ahead_dropped(bytes: u64) {
-    READ_AHEAD_DROPPED.with(|c| c.increment(bytes));
 }
 
 pub fn request(api: ApiKey, seconds: f64) {

@@ -84,19 +84,19 @@ fn check_data_dir(dir: &std::path::Path) -> Result<(), ServerError> {
 }
 
 /// Longest a broker waits at start for a listener left by a broker killed
-/// a moment ago to go (see [`crate::net::port_taken`]).
+/// a moment ago to go (see [`ferrite_transport::port_taken`]).
 const LISTEN_RELEASE_WAIT_MS: u64 = 10_000;
 
 /// No other socket listens on the Kafka or metrics address (see
-/// [`crate::net::port_taken`]).
+/// [`ferrite_transport::port_taken`]).
 fn check_listen_addresses(config: &BrokerConfig) -> Result<(), ServerError> {
     let taken = |what: &str, addr: std::net::SocketAddr, e: std::io::Error| {
         ServerError::Other(format!("{what} on {addr}: {e} (is another broker running there?)"))
     };
     let patience = std::time::Duration::from_millis(LISTEN_RELEASE_WAIT_MS);
-    crate::net::port_taken::wait_free(config.listen, patience).map_err(|e| taken("listen", config.listen, e))?;
+    ferrite_transport::port_taken::wait_free(config.listen, patience).map_err(|e| taken("listen", config.listen, e))?;
     if let Some(addr) = config.metrics_listen {
-        crate::net::port_taken::wait_free(addr, patience).map_err(|e| taken("metrics listen", addr, e))?;
+        ferrite_transport::port_taken::wait_free(addr, patience).map_err(|e| taken("metrics listen", addr, e))?;
     }
     Ok(())
 }
@@ -254,7 +254,7 @@ impl Server {
             }
             tracing::info!(%addr, "metrics at http://{addr}/metrics");
         }
-        let spread = crate::net::spread::ConnectionSpread::new(shards);
+        let spread = ferrite_transport::spread::ConnectionSpread::new(shards);
         for shard in 0..shards {
             let listen = config.listen;
             let spread = spread.clone();

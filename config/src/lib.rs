@@ -83,7 +83,7 @@ pub struct BrokerConfig {
     /// The longest a fetch long-polls, whatever it asks (`ferrite.fetch.wait.max.ms`).
     pub fetch_wait_ms_max: u64,
     /// `ferrite.fetch.cold.reads`: how a fetch sends file regions the page
-    /// cache does not hold (`net/direct_read.rs`).
+    /// cache does not hold (`transport/src/direct_read.rs`).
     pub fetch_cold_reads: ferrite_protocol::response::SendPath,
     /// `max.incremental.fetch.session.cache.slots`: fetch sessions the
     /// broker keeps, over all its shards (KIP-227).

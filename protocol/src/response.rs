@@ -35,10 +35,10 @@ pub enum SendPath {
     Sendfile,
     /// `sendfile(2)` on the sending shard's own thread, non-blocking: the
     /// page cache held every page of the region when its partition's shard
-    /// read it, so the call finds them there (`net/sendfile.rs`).
+    /// read it, so the call finds them there (`transport/src/sendfile.rs`).
     Inline,
     /// Read with O_DIRECT into memory and sent from there, when the sending
-    /// shard has the memory (`net/direct_read.rs`).
+    /// shard has the memory (`transport/src/direct_read.rs`).
     Direct,
 }
 

@@ -4,6 +4,10 @@
 //!   loopback ports, one or an ensemble of three, each stopped by the test that
 //!   started it (and only that one).
 //! - [`rng`]: the seeded random source of the simulations and model tests.
+//!
+//! Depends on no crate of ours, so any crate may take it as a
+//! dev-dependency (and the benchmarks and the fault suite as a dependency);
+//! no crate's non-test code may use it.
 
 pub mod rng;
 pub mod zookeeper;

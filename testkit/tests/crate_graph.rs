@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 /// Each crate of ours and the crates of ours it may use (as a normal or
 /// build dependency): the engine's stack (ids ← engine ← replication ←
-/// controller) and the wire's (ids ← protocol ← client) side by side, the broker on
-/// both, the benchmarks on top. `ferrite-testkit` (test helpers, using no
+/// controller) and the wire's (ids ← protocol ← client) side by side, the transport and
+/// the broker on both, the benchmarks on top. `ferrite-testkit` (test helpers, using no
 /// crate of ours) may be a dev-dependency of any crate, and a dependency of
 /// the benchmarks and of the fault suite.
 const ALLOWED: &[(&str, &[&str])] = &[
@@ -16,6 +16,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("ferrite-client", &["ferrite-ids", "ferrite-protocol"]),
     ("ferrite-groups", &["ferrite-ids", "ferrite-protocol"]),
     ("ferrite-engine", &["ferrite-ids"]),
+    // The engine for its truncation marks (nothing read ahead outlives a
+    // truncation).
+    (
+        "ferrite-transport",
+        &["ferrite-ids", "ferrite-protocol", "ferrite-engine"],
+    ),
     ("ferrite-replication", &["ferrite-ids", "ferrite-engine"]),
     // The engine for `LogConfig` (a topic's log settings), not for types.
     ("ferrite-controller", &["ferrite-ids", "ferrite-engine"]),
@@ -49,6 +55,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-client",
             "ferrite-groups",
             "ferrite-engine",
+            "ferrite-transport",
             "ferrite-replication",
             "ferrite-controller",
             "ferrite-config",

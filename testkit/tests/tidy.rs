@@ -55,6 +55,7 @@ const SOURCE_DIRS: &[&str] = &[
     "cli/src",
     "config/src",
     "engine/src",
+    "transport/src",
     "replication/src",
     "controller/src",
     "broker/src",

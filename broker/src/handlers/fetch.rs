@@ -161,7 +161,7 @@ async fn read_here(
                 path: region.file.path().to_path_buf(),
                 source: e,
             })?;
-            let path = crate::net::direct_read::path_for(
+            let path = ferrite_transport::direct_read::path_for(
                 s.config.fetch_cold_reads,
                 fd.as_raw_fd(),
                 region.position,

@@ -17,7 +17,6 @@ mod produce;
 
 use std::rc::Rc;
 
-use crate::net::sequence::{Effect, Turn};
 use crate::shard::BrokerShard;
 use ferrite_protocol::api::ApiKey;
 use ferrite_protocol::api_versions;
@@ -25,6 +24,7 @@ use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::header::{write_response_header, RequestHeader};
 use ferrite_protocol::request::{Request, RequestBody};
 use ferrite_protocol::response::{Chunk, ResponseBuilder};
+use ferrite_transport::sequence::{Effect, Turn};
 
 /// What goes back on the connection.
 pub enum Reply {

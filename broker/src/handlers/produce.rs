@@ -4,7 +4,7 @@
 //! the ISR, within the request's timeout). acks=0 gets no response at all.
 //!
 //! A produce takes effect, for its connection's order (see
-//! [`sequence`](crate::net::sequence)), once every partition's append has
+//! [`sequence`](ferrite_transport::sequence)), once every partition's append has
 //! its place in its log: the next produce on the connection may start while
 //! this one's bytes are still on their way to the disk or the ISR.
 
@@ -19,11 +19,11 @@ use futures::channel::oneshot;
 
 use super::metadata::auto_create;
 use crate::error_map;
-use crate::net::sequence::Effect;
 use crate::shard::BrokerShard;
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::produce::{encode_response, ProducePartitionResponse, ProduceRequest, ProduceTopicResponse};
 use ferrite_protocol::response::ResponseBuilder;
+use ferrite_transport::sequence::Effect;
 
 fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProducePartitionResponse {
     ProducePartitionResponse {

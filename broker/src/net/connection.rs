@@ -22,13 +22,13 @@ use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
-use super::direct_read::{DirectReads, SendPath};
-use super::sequence::{Ordering, Sequencer};
-use super::{gather, recv, sendfile};
 use crate::handlers::{self, Reply};
 use crate::shard::BrokerShard;
 use ferrite_protocol::request::{decode_frame, Decoded};
 use ferrite_protocol::response::Chunk;
+use ferrite_transport::direct_read::{DirectReads, SendPath};
+use ferrite_transport::sequence::{Ordering, Sequencer};
+use ferrite_transport::{gather, recv, sendfile};
 
 /// api_key + api_version + correlation_id.
 const REQUEST_HEADER_BYTES_MIN: usize = 8;
@@ -187,11 +187,11 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
                         reads.send(w, sock, f).await?;
                     } else if f.path == SendPath::Inline {
                         sendfile::send_inline(w, sock, f).await?;
-                        crate::metrics::file_sent(SendPath::Inline, f.len);
+                        ferrite_transport::metrics::file_sent(SendPath::Inline, f.len);
                     } else {
                         w.flush().await?;
                         sendfile::send_chunk(sock, f).await?;
-                        crate::metrics::file_sent(SendPath::Sendfile, f.len);
+                        ferrite_transport::metrics::file_sent(SendPath::Sendfile, f.len);
                     }
                 }
             }

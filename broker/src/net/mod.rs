@@ -1,14 +1,8 @@
-//! Listeners and connections.
+//! Listeners and connections; the byte paths below them (frames,
+//! response order, gathered sends, file regions, connection spread) are
+//! `ferrite-transport`'s.
 
 pub mod connection;
-pub mod direct_read;
-pub mod gather;
-pub mod port_taken;
-pub mod read_ahead;
-pub mod recv;
-pub mod sendfile;
-pub mod sequence;
-pub mod spread;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -16,11 +10,11 @@ use std::sync::Arc;
 use glommio::net::{TcpListener, TcpStream};
 
 use crate::shard::BrokerShard;
-use spread::{ConnectionSpread, Placed};
+use ferrite_transport::spread::{ConnectionSpread, Placed};
 
 /// Accepts connections on this shard until the broker stops. Every shard
 /// binds the same address with SO_REUSEPORT; each accepted connection is
-/// served by the shard `spread` places it on (see [`spread`]).
+/// served by the shard `spread` places it on (see [`ferrite_transport::spread`]).
 pub async fn accept_loop(shard: Rc<BrokerShard>, listener: TcpListener, spread: Arc<ConnectionSpread>) {
     loop {
         let seen = shard.stop_signal.generation();

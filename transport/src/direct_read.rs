@@ -121,7 +121,7 @@ pub fn path_for(cold: SendPath, fd: i32, pos: u64, len: u64) -> SendPath {
 
 /// Whether this shard's direct reads can take one more piece within
 /// `DIRECT_READ_BYTES_MAX`.
-pub(super) fn room_for_a_piece() -> bool {
+pub(crate) fn room_for_a_piece() -> bool {
     HELD.with(|h| h.get()) + PIECE_BYTES <= DIRECT_READ_BYTES_MAX
 }
 
@@ -139,7 +139,7 @@ fn last_byte_ready(fd: i32, at: u64) -> bool {
 }
 
 /// A file, by device and inode.
-pub(super) type FileId = (u64, u64);
+pub(crate) type FileId = (u64, u64);
 
 fn file_id(fd: i32) -> Option<FileId> {
     // SAFETY: fstat of an open descriptor into a zeroed local.
@@ -233,7 +233,7 @@ impl Piece {
 }
 
 /// A piece's read, started with its memory taken.
-pub(super) fn start_piece(file: Rc<DmaFile>, pos: u64, len: u64) -> glommio::task::JoinHandle<std::io::Result<Piece>> {
+pub(crate) fn start_piece(file: Rc<DmaFile>, pos: u64, len: u64) -> glommio::task::JoinHandle<std::io::Result<Piece>> {
     let held = Held::take(len);
     glommio::spawn_local(async move {
         let bytes = read_exactly(&file, pos, len).await?;
@@ -267,7 +267,7 @@ impl AfterChunk {
             return;
         }
         if let Some(mark) = self.truncations_quiet {
-            super::read_ahead::start(&self.file, self.id, (self.end, self.len), self.readable_to, mark);
+            crate::read_ahead::start(&self.file, self.id, (self.end, self.len), self.readable_to, mark);
         }
     }
 }
@@ -310,7 +310,7 @@ impl DirectReads {
                 continue;
             };
             // Read ahead already, or room to read.
-            if !super::read_ahead::has(id, chunk.position) && !room_for_a_piece() {
+            if !crate::read_ahead::has(id, chunk.position) && !room_for_a_piece() {
                 continue;
             }
             let path = format!("/proc/self/fd/{}", chunk.fd.as_raw_fd());
@@ -323,7 +323,7 @@ impl DirectReads {
             let mut all_ahead = true;
             while at < end {
                 let len = (end - at).min(PIECE_BYTES);
-                reads.waiting.push_back(match super::read_ahead::take(id, at, len) {
+                reads.waiting.push_back(match crate::read_ahead::take(id, at, len) {
                     Some(read) => {
                         crate::metrics::read_ahead_used(len);
                         Pending::Ready(at, len, read)
@@ -421,7 +421,7 @@ impl DirectReads {
                         tracing::warn!(error = %e, "a direct read failed; this shard sends file regions by sendfile from now on");
                     }
                     w.flush().await?;
-                    super::sendfile::send_region(sock, chunk.fd.as_raw_fd(), pos, len).await?;
+                    crate::sendfile::send_region(sock, chunk.fd.as_raw_fd(), pos, len).await?;
                     crate::metrics::file_sent(SendPath::Sendfile, len);
                 }
             }
@@ -440,8 +440,8 @@ async fn send_within_stall_limit<W: futures_lite::AsyncWrite + Unpin>(
     sock: i32,
     bytes: &[u8],
 ) -> std::io::Result<()> {
-    let stall = std::time::Duration::from_millis(super::sendfile::SEND_STALL_MS_MAX);
-    futures_lite::future::or(super::gather::send_all(w, sock, &[bytes]), async {
+    let stall = std::time::Duration::from_millis(crate::sendfile::SEND_STALL_MS_MAX);
+    futures_lite::future::or(crate::gather::send_all(w, sock, &[bytes]), async {
         glommio::timer::sleep(stall).await;
         Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,

@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ferrite_engine::ShardId;
+use ferrite_ids::ShardId;
 
 /// Open connections per shard, shared by every shard's accept loop.
 #[derive(Debug)]

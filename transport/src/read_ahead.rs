@@ -30,14 +30,14 @@ use std::time::{Duration, Instant};
 use glommio::io::DmaFile;
 use glommio::task::JoinHandle;
 
-use super::direct_read::{FileId, Piece, PIECE_BYTES};
+use crate::direct_read::{FileId, Piece, PIECE_BYTES};
 
 /// Bytes read ahead after one region, at most (a fetch's region is as
 /// long as its partition's limit allows: 1 MiB by the clients' default).
 pub const READ_AHEAD_BYTES_MAX: u64 = 2 << 20;
 /// Bytes a shard keeps read ahead, at most: half its direct-read memory,
 /// so the reads of the responses being sent always have room.
-pub const READ_AHEAD_BYTES_PER_SHARD_MAX: u64 = super::direct_read::DIRECT_READ_BYTES_MAX / 2;
+pub const READ_AHEAD_BYTES_PER_SHARD_MAX: u64 = crate::direct_read::DIRECT_READ_BYTES_MAX / 2;
 
 const _: () = assert!(READ_AHEAD_BYTES_MAX <= READ_AHEAD_BYTES_PER_SHARD_MAX);
 /// How long an entry waits for its reader.
@@ -79,13 +79,13 @@ pub fn start(file: &Rc<DmaFile>, id: FileId, (from, len): (u64, u64), to: u64, t
             age_out_later();
         }
         let mut at = from;
-        while at < to && super::direct_read::room_for_a_piece() {
+        while at < to && crate::direct_read::room_for_a_piece() {
             let len = (to - at).min(PIECE_BYTES);
             if !ahead.iter().any(|e| e.file == id && e.pos == at) {
                 while bytes_held(ahead) + len > READ_AHEAD_BYTES_PER_SHARD_MAX {
                     drop_entry(ahead.pop_front());
                 }
-                let read = super::direct_read::start_piece(file.clone(), at, len);
+                let read = crate::direct_read::start_piece(file.clone(), at, len);
                 ahead.push_back(Entry {
                     file: id,
                     pos: at,
