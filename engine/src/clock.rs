@@ -1,16 +1,27 @@
-//! Time as the log sees it. Retention and `segment.ms` read the clock through
-//! this trait so that tests can move time by hand.
+//! Time as the log sees it, read through this trait so that tests can move
+//! time by hand.
+//!
+//! Two clocks: the wall clock ([`Clock::now_ms`]) for what is compared with
+//! record timestamps (retention by time, `segment.ms` against a segment's
+//! first append), and a monotonic one ([`Clock::mono_ms`]) for intervals the
+//! broker measures itself (`flush.ms`). A wall clock stepped back (NTP, an
+//! operator) must not stop time-based flushes until it catches up again.
 
 use std::cell::Cell;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::types::TimestampMs;
+use ferrite_ids::MonoMs;
 
 pub trait Clock {
+    /// Wall-clock time, as record timestamps count it.
     fn now_ms(&self) -> TimestampMs;
+    /// Monotonic time: never goes back, counts from an arbitrary origin.
+    fn mono_ms(&self) -> MonoMs;
 }
 
-/// Wall-clock time.
+/// Wall-clock time, and the process's monotonic clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
@@ -18,6 +29,11 @@ impl Clock for SystemClock {
     fn now_ms(&self) -> TimestampMs {
         let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         TimestampMs(since.as_millis() as i64)
+    }
+
+    fn mono_ms(&self) -> MonoMs {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        MonoMs(ORIGIN.get_or_init(Instant::now).elapsed().as_millis() as u64)
     }
 }
 
@@ -45,8 +61,13 @@ impl ManualClock {
     }
 }
 
+/// Both of a manual clock's times move together (it never goes back).
 impl Clock for ManualClock {
     fn now_ms(&self) -> TimestampMs {
         TimestampMs(self.now.get())
+    }
+
+    fn mono_ms(&self) -> MonoMs {
+        MonoMs(self.now.get().max(0) as u64)
     }
 }

@@ -87,7 +87,7 @@ impl PartitionLog {
         self.recovered_tail.set(false);
         let mut fs = self.flush_state.borrow_mut();
         fs.flushed_records = fs.flushed_records.max(records_before);
-        fs.last_flush = self.clock.now_ms();
+        fs.last_flush = self.clock.mono_ms();
         fs.rounds += 1;
         Ok(self.durable_offset())
     }
@@ -130,8 +130,8 @@ impl PartitionLog {
             return false;
         }
         let flush_ms = self.config.borrow().flush_ms;
-        let since = self.clock.now_ms().0 - self.flush_state.borrow().last_flush.0;
-        since >= flush_ms
+        let since_ms = self.clock.mono_ms().since(self.flush_state.borrow().last_flush);
+        i64::try_from(since_ms).unwrap_or(i64::MAX) >= flush_ms
     }
 
     /// Flushes, persists the active segment's indexes, and writes the

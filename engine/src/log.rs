@@ -43,6 +43,7 @@ use crate::producer_state::{ProducerStates, SeqCheck};
 use crate::segment::Segment;
 use crate::types::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
 use crate::write_mode::WriteMode;
+use ferrite_ids::MonoMs;
 
 /// Who is appending, which decides how offsets are set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,7 +139,8 @@ pub(crate) struct Poison {
 pub(crate) struct FlushState {
     pub appended_records: i64,
     pub flushed_records: i64,
-    pub last_flush: TimestampMs,
+    /// Monotonic: a wall clock stepped back must not hold `flush.ms` off.
+    pub last_flush: MonoMs,
     /// Files were created or removed in the directory since its last fsync.
     pub dir_dirty: bool,
     /// Group commits done (each one fdatasync round).

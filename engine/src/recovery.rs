@@ -227,7 +227,7 @@ impl PartitionLog {
             flush_state: std::cell::RefCell::new(FlushState {
                 appended_records: 0,
                 flushed_records: 0,
-                last_flush: params.clock.now_ms(),
+                last_flush: params.clock.mono_ms(),
                 dir_dirty: false,
                 rounds: 0,
             }),
