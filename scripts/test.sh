@@ -23,6 +23,8 @@ command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 # The fault suite (chaos/) cuts nodes apart with nftables in its own
 # network namespace.
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
+# ...and steps the brokers' wall clocks with libfaketime (`skew-clocks`).
+[ -f "/usr/lib/$(uname -m)-linux-gnu/faketime/libfaketimeMT.so.1" ] || missing+=(faketime)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -12,6 +12,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod clock_watch;
 pub mod cluster;
 pub mod config_live;
 pub mod error_map;

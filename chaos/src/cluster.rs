@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use ferrite_testkit::zookeeper::{ZkPlace, ZooKeeper};
 
+use crate::clock::FakeClock;
 use crate::disk::OwnDisk;
 use crate::error::ChaosError;
 use crate::fault::Node;
@@ -44,11 +45,22 @@ pub fn number(node: Node) -> NodeNumber {
     }
 }
 
+/// What a run's brokers need besides their processes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Each broker's data directory on a small disk of its own
+    /// ([`crate::disk`]).
+    pub own_disks: bool,
+    /// Each broker's wall clock stepped at will ([`crate::clock`]).
+    pub fake_clocks: bool,
+}
+
 /// One `ferrite broker` process.
 pub struct Broker {
     pub index: usize,
     dir: PathBuf,
     child: Option<Child>,
+    clock: Option<FakeClock>,
 }
 
 impl Broker {
@@ -75,7 +87,11 @@ impl Broker {
             .open(self.log_path())
             .map_err(io("open broker.log"))?;
         let uid = net::uid(broker_number(self.index));
-        let child = Command::new(ferrite)
+        let mut command = Command::new(ferrite);
+        if let Some(clock) = &self.clock {
+            command.envs(clock.env());
+        }
+        let child = command
             .arg("broker")
             .arg("--config")
             .arg(self.dir.join("server.properties"))
@@ -121,11 +137,9 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Starts the ensemble, then `brokers` brokers with `extra` properties,
-    /// and waits until every broker listens.
-    /// With `own_disks`, each broker's data directory is a small disk of
-    /// its own ([`crate::disk`]).
-    pub fn start(ferrite: &Path, brokers: usize, extra: &[String], own_disks: bool) -> Result<Cluster, ChaosError> {
+    /// Starts the ensemble, then `brokers` brokers with `extra` properties
+    /// and what `needs` asks for, and waits until every broker listens.
+    pub fn start(ferrite: &Path, brokers: usize, extra: &[String], needs: Needs) -> Result<Cluster, ChaosError> {
         let places: Vec<ZkPlace> = (0..ZK_SERVERS)
             .map(|i| ZkPlace {
                 host: net::address(zk_number(i)),
@@ -153,13 +167,17 @@ impl Cluster {
         let connect = cluster.zk.connect_string();
         for index in 0..brokers {
             let dir = cluster.root_path().join(format!("broker-{}", index + 1));
-            let broker = Broker {
+            let mut broker = Broker {
                 index,
                 dir,
                 child: None,
+                clock: None,
             };
             write_config(&broker, &connect, extra)?;
-            if own_disks {
+            if needs.fake_clocks {
+                broker.clock = Some(FakeClock::create(&broker.dir.join("clock"))?);
+            }
+            if needs.own_disks {
                 let image = cluster.root_path().join(format!("broker-{}.img", index + 1));
                 let uid = net::uid(broker_number(index));
                 cluster.disks.push(OwnDisk::create(&image, &broker.data_dir(), uid)?);
@@ -224,6 +242,18 @@ impl Cluster {
             // waited for (its pid cannot have been reused).
             unsafe { libc::kill(pid as i32, signal) };
         }
+    }
+
+    /// Steps broker `node`'s wall clock to `offset_s` seconds from true
+    /// time.
+    pub fn step_clock(&self, node: Node, offset_s: i64) -> Result<(), ChaosError> {
+        let clock = match node {
+            Node::Broker(i) => self.brokers[i].clock.as_ref(),
+            Node::Zk(_) => None,
+        };
+        let clock =
+            clock.ok_or_else(|| ChaosError::Cluster(format!("{node:?} has no clock to step (the run made none)")))?;
+        clock.set_offset_s(offset_s)
     }
 
     /// Fills `node`'s own disk; returns the bytes it took.

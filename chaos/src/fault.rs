@@ -13,6 +13,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::Needs;
+
 /// How long `lose-isr` lets the writes go on after the first follower dies:
 /// past the brokers' `replica.lag.time.max.ms` (4 s), so that it has left
 /// the ISR.
@@ -25,6 +27,14 @@ pub const ISR_DROP_WAIT_MS: u64 = 8_000;
 pub const FLAP_CYCLES: usize = 4;
 pub const FLAP_CUT_MS: u64 = 5_000;
 pub const FLAP_JOINED_MS: u64 = 2_000;
+
+/// `skew-clocks`: how far the wall clocks step (an hour back, a day
+/// ahead: within the default seven days of retention, `segment.ms` and
+/// offsets retention, so that nothing is due to go by the clock alone),
+/// and how long each step holds.
+pub const SKEW_BACK_S: i64 = -3_600;
+pub const SKEW_AHEAD_S: i64 = 86_400;
+pub const SKEW_HOLD_MS: u64 = 8_000;
 
 /// A process of the cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -103,6 +113,9 @@ pub enum Action {
     /// the node's replica of the aimed-at partition (the broker's scrubber
     /// is to find it and the cluster to heal it).
     Rot(Node),
+    /// Step the broker's wall clock to this many seconds from true time
+    /// (0: true time again).
+    StepClock(Node, i64),
 }
 
 /// What a fault does when it starts and what undoes it.
@@ -173,10 +186,14 @@ pub enum Fault {
     /// Bit rot in a closed segment of a follower's replica: it fetches the
     /// range again.
     RotFollower,
+    /// The brokers' wall clocks step apart: the leader an hour back and a
+    /// follower a day ahead, then the other way round ([`SKEW_HOLD_MS`]
+    /// each), then all to true time at healing.
+    SkewClocks,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 21] = [
+    pub const ALL: [Fault; 22] = [
         Fault::None,
         Fault::KillLeader,
         Fault::KillFollower,
@@ -198,6 +215,7 @@ impl Fault {
         Fault::FillFollowerDisk,
         Fault::RotLeader,
         Fault::RotFollower,
+        Fault::SkewClocks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -223,12 +241,16 @@ impl Fault {
             Fault::FillFollowerDisk => "fill-follower-disk",
             Fault::RotLeader => "rot-leader",
             Fault::RotFollower => "rot-follower",
+            Fault::SkewClocks => "skew-clocks",
         }
     }
 
-    /// Whether the run must give each broker a disk of its own.
-    pub fn needs_own_disks(self) -> bool {
-        matches!(self, Fault::FillLeaderDisk | Fault::FillFollowerDisk)
+    /// What the run must give its brokers for this fault.
+    pub fn needs(self) -> Needs {
+        Needs {
+            own_disks: matches!(self, Fault::FillLeaderDisk | Fault::FillFollowerDisk),
+            fake_clocks: self == Fault::SkewClocks,
+        }
     }
 
     /// The actions that start and heal this fault, given who holds which
@@ -287,6 +309,7 @@ impl Fault {
                 start: vec![Action::Rot(Node::Broker(roles.follower()))],
                 heal: Vec::new(),
             },
+            Fault::SkewClocks => skew_clocks(roles),
         }
     }
 }
@@ -335,6 +358,25 @@ fn fill_disk(node: Node) -> Plan {
     Plan {
         start: vec![Action::FillDisk(node)],
         heal: vec![Action::FreeDisk(node), Action::Kill(node), Action::Restart(node)],
+    }
+}
+
+/// See [`Fault::SkewClocks`].
+fn skew_clocks(roles: &Roles) -> Plan {
+    let leader = Node::Broker(roles.leader);
+    let follower = Node::Broker(roles.follower());
+    Plan {
+        start: vec![
+            Action::StepClock(leader, SKEW_BACK_S),
+            Action::StepClock(follower, SKEW_AHEAD_S),
+            Action::Sleep(SKEW_HOLD_MS),
+            Action::StepClock(leader, SKEW_AHEAD_S),
+            Action::StepClock(follower, SKEW_BACK_S),
+            Action::Sleep(SKEW_HOLD_MS),
+        ],
+        heal: (0..roles.brokers)
+            .map(|b| Action::StepClock(Node::Broker(b), 0))
+            .collect(),
     }
 }
 
@@ -439,6 +481,20 @@ mod tests {
             .iter()
             .all(|a| matches!(a, Action::Cut(Node::Broker(1), Node::Zk(_)))));
         assert!(Fault::None.plan(&r).start.is_empty());
+    }
+
+    #[test]
+    fn skewed_clocks_step_the_leader_and_a_follower_apart_and_all_back() {
+        let r = roles();
+        let p = Fault::SkewClocks.plan(&r);
+        let (leader, follower) = (Node::Broker(1), Node::Broker(2));
+        assert_eq!(p.start[0], Action::StepClock(leader, SKEW_BACK_S));
+        assert_eq!(p.start[1], Action::StepClock(follower, SKEW_AHEAD_S));
+        assert!(p.start.contains(&Action::StepClock(leader, SKEW_AHEAD_S)));
+        assert_eq!(p.heal.len(), 3);
+        assert!(p.heal.iter().all(|a| matches!(a, Action::StepClock(_, 0))));
+        assert!(Fault::SkewClocks.needs().fake_clocks);
+        assert!(!Fault::KillLeader.needs().fake_clocks);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - [`net`]: the private namespace and the nftables cuts between nodes;
 //! - [`cluster`]: the processes, each on its own loopback address and user;
 //! - [`disk`]: small disks of their own for the brokers, to fill up;
+//! - [`clock`]: the brokers' wall clocks, stepped (libfaketime);
 //! - [`fault`]: faults as plans of actions, without I/O;
 //! - [`workload`]: producers and a reader, on plain threads;
 //! - [`history`], [`checker`]: the record of operations and what it must
@@ -19,6 +20,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod checker;
+pub mod clock;
 pub mod cluster;
 pub mod disk;
 pub mod error;

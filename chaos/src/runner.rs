@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::checker::{self, Anomalies, FinalLog};
 use crate::cluster::{self, Cluster};
 use crate::error::ChaosError;
-use crate::fault::{Action, Fault, Roles};
+use crate::fault::{Action, Fault, Node, Roles};
 use crate::history::{History, OpKind, Outcome};
 use crate::net::{self, Firewall};
 use crate::producer;
@@ -114,7 +114,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     // Before any node starts: a connection is stamped by its first packet,
     // so one opened before the rules would never be cut.
     let firewall = Firewall::install(&cluster::node_numbers(cfg.brokers))?;
-    let mut cluster = Cluster::start(&cfg.ferrite, cfg.brokers, &extra, cfg.fault.needs_own_disks())?;
+    let mut cluster = Cluster::start(&cfg.ferrite, cfg.brokers, &extra, cfg.fault.needs())?;
     create_topic(&cluster, cfg)?;
     let shared = Shared {
         started: Instant::now(),
@@ -170,6 +170,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     };
     let commits = workload::committed_offsets(&shared);
     let history = shared.history.lock().map(|h| h.clone()).unwrap_or_default();
+    clocks_stepped(&cluster, &plan.start)?;
     drop(cluster);
     let times = (fault_started_ms, healed_ms);
     let mut report = report(cfg, &history, &final_log, divergent, unreadable, times);
@@ -237,6 +238,7 @@ fn execute(cluster: &mut Cluster, firewall: &Firewall, actions: &[Action]) -> Re
                 eprintln!("ferrite-chaos: filled {n:?}'s disk with {bytes} bytes");
             }
             Action::FreeDisk(n) => cluster.free_disk(n)?,
+            Action::StepClock(n, offset_s) => cluster.step_clock(n, offset_s)?,
             Action::Rot(n) => match cluster.rot(n, TOPIC, 0)? {
                 Some((path, at)) => eprintln!("ferrite-chaos: rotted byte {at} of {}", path.display()),
                 // A rot fault that changed nothing would prove nothing.
@@ -246,6 +248,25 @@ fn execute(cluster: &mut Cluster, firewall: &Firewall, actions: &[Action]) -> Re
                     )))
                 }
             },
+        }
+    }
+    Ok(())
+}
+
+/// Every broker whose clock the plan stepped said so in its log: a clock
+/// fault that the brokers never saw would prove nothing.
+fn clocks_stepped(cluster: &Cluster, start: &[Action]) -> Result<(), ChaosError> {
+    for a in start {
+        let Action::StepClock(Node::Broker(b), offset_s) = *a else {
+            continue;
+        };
+        let direction = if offset_s < 0 { "back" } else { "ahead" };
+        let said = format!("the wall clock stepped {direction}");
+        if offset_s != 0 && !cluster.brokers[b].log_text().contains(&said) {
+            return Err(ChaosError::Cluster(format!(
+                "broker {} never saw its clock step {direction} ({offset_s:+} s): is libfaketime working?",
+                b + 1
+            )));
         }
     }
     Ok(())

@@ -90,6 +90,15 @@ fn a_full_disk_on_the_leader_loses_nothing() {
     assert_served(&report, true);
 }
 
+/// The leader's wall clock steps an hour back and a follower's a day
+/// ahead, then the other way round: each broker logs the step (the run
+/// fails otherwise), and nothing acknowledged is lost.
+#[test]
+fn stepped_wall_clocks_lose_nothing() {
+    let report = run("skew-clocks", &[]);
+    assert_served(&report, true);
+}
+
 #[test]
 fn killing_the_leader_loses_nothing_acknowledged() {
     let report = run("kill-leader", &[]);

@@ -37,6 +37,29 @@ impl Clock for SystemClock {
     }
 }
 
+/// Notices the wall clock being stepped: between two looks, wall time
+/// moved by at least [`StepWatch::STEP_MS_MIN`] more or less than
+/// monotonic time did (NTP or an operator setting the clock, a VM resumed).
+#[derive(Debug, Default)]
+pub struct StepWatch {
+    last: Option<(TimestampMs, MonoMs)>,
+}
+
+impl StepWatch {
+    /// Smaller differences are the two clocks' reading jitter and NTP's
+    /// slewing, not steps.
+    pub const STEP_MS_MIN: i64 = 1_000;
+
+    /// Takes a look at both clocks; returns how far the wall clock stepped
+    /// since the last look (negative: back), if it did.
+    pub fn look(&mut self, wall: TimestampMs, mono: MonoMs) -> Option<i64> {
+        let (wall_before, mono_before) = self.last.replace((wall, mono))?;
+        let mono_ms = i64::try_from(mono.since(mono_before)).unwrap_or(i64::MAX);
+        let step_ms = (wall.0 - wall_before.0).saturating_sub(mono_ms);
+        (step_ms.abs() >= Self::STEP_MS_MIN).then_some(step_ms)
+    }
+}
+
 /// A clock that only moves when told to (tests, simulations).
 #[derive(Debug, Default)]
 pub struct ManualClock {
@@ -69,5 +92,42 @@ impl Clock for ManualClock {
 
     fn mono_ms(&self) -> MonoMs {
         MonoMs(self.now.get().max(0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_is_the_wall_clock_moving_apart_from_the_monotonic_one() {
+        let mut w = StepWatch::default();
+        assert_eq!(
+            w.look(TimestampMs(1_000_000), MonoMs(5_000)),
+            None,
+            "the first look has nothing to compare"
+        );
+        assert_eq!(
+            w.look(TimestampMs(1_001_000), MonoMs(6_000)),
+            None,
+            "both moved a second"
+        );
+        assert_eq!(
+            w.look(TimestampMs(1_001_900), MonoMs(7_000)),
+            None,
+            "100 ms apart is jitter"
+        );
+        assert_eq!(
+            w.look(TimestampMs(1_001_900 - 3_600_000 + 1_000), MonoMs(8_000)),
+            Some(-3_600_000)
+        );
+        assert_eq!(
+            w.look(TimestampMs(1_001_900 + 86_400_000), MonoMs(8_000)),
+            Some(86_400_000 + 3_600_000 - 1_000)
+        );
+        assert_eq!(
+            w.look(TimestampMs(1_001_900 + 86_400_000 + 2_000), MonoMs(10_000)),
+            None
+        );
     }
 }

@@ -60,7 +60,8 @@ struct RunArgs {
     /// isolate-leader-from-zookeeper, isolate-leader, isolate-follower,
     /// kill-zk-member, lose-isr, lose-zk-quorum, restart-zookeeper,
     /// split-leader-minority, bridge, flap-leader, lossy-leader,
-    /// fill-leader-disk, fill-follower-disk, rot-leader, rot-follower
+    /// fill-leader-disk, fill-follower-disk, rot-leader, rot-follower,
+    /// skew-clocks
     /// (docs/reliability.md says what each does).
     #[arg(long)]
     fault: Fault,
