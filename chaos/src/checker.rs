@@ -51,6 +51,7 @@ pub struct Inconsistent {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitLost {
+    pub group: String,
     pub partition: i32,
     pub acknowledged: i64,
     /// What OffsetFetch returned after healing (`None`: nothing).
@@ -59,6 +60,7 @@ pub struct CommitLost {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitBackwards {
+    pub group: String,
     pub partition: i32,
     pub earlier: i64,
     pub later: i64,
@@ -209,39 +211,54 @@ fn check_reads(history: &History, final_log: &FinalLog, a: &mut Anomalies) {
     }
 }
 
-/// The partitions whose committed offset after healing (`fetched`) is
-/// below the highest acknowledged commit of the history.
-pub fn lost_commits(history: &History, fetched: &BTreeMap<i32, i64>) -> Vec<CommitLost> {
-    let mut highest: BTreeMap<i32, i64> = BTreeMap::new();
+/// A group's partition.
+pub type GroupPartition = (String, i32);
+
+/// The partitions whose committed offset after healing (`fetched`, by
+/// group) is below the highest acknowledged commit of the history.
+pub fn lost_commits(history: &History, fetched: &BTreeMap<GroupPartition, i64>) -> Vec<CommitLost> {
+    let mut highest: BTreeMap<GroupPartition, i64> = BTreeMap::new();
     for op in history.ops.iter().filter(|o| o.is_ok()) {
-        if let OpKind::Commit { partition, offset } = op.kind {
-            let h = highest.entry(partition).or_insert(offset);
-            *h = (*h).max(offset);
+        if let OpKind::Commit {
+            group,
+            partition,
+            offset,
+        } = &op.kind
+        {
+            let h = highest.entry((group.clone(), *partition)).or_insert(*offset);
+            *h = (*h).max(*offset);
         }
     }
     highest
         .into_iter()
-        .filter(|(p, acked)| fetched.get(p).is_none_or(|f| f < acked))
-        .map(|(partition, acknowledged)| CommitLost {
-            partition,
+        .filter(|(gp, acked)| fetched.get(gp).is_none_or(|f| f < acked))
+        .map(|(gp, acknowledged)| CommitLost {
+            fetched: fetched.get(&gp).copied(),
+            group: gp.0,
+            partition: gp.1,
             acknowledged,
-            fetched: fetched.get(&partition).copied(),
         })
         .collect()
 }
 
 fn check_commits(history: &History, a: &mut Anomalies) {
-    // Per partition: acknowledged commits as (invoked, completed, offset).
-    let mut commits: BTreeMap<i32, Vec<(u64, u64, i64)>> = BTreeMap::new();
+    // Per group and partition: acknowledged commits as (invoked,
+    // completed, offset).
+    let mut commits: BTreeMap<GroupPartition, Vec<(u64, u64, i64)>> = BTreeMap::new();
     for op in history.ops.iter().filter(|o| o.is_ok()) {
-        if let OpKind::Commit { partition, offset } = op.kind {
+        if let OpKind::Commit {
+            group,
+            partition,
+            offset,
+        } = &op.kind
+        {
             commits
-                .entry(partition)
+                .entry((group.clone(), *partition))
                 .or_default()
-                .push((op.invoked_ms, op.completed_ms, offset));
+                .push((op.invoked_ms, op.completed_ms, *offset));
         }
     }
-    for (partition, list) in commits {
+    for ((group, partition), list) in commits {
         // A later commit is one invoked after an earlier one completed.
         let mut best_completed: Vec<(u64, i64)> = list.iter().map(|&(_, c, o)| (c, o)).collect();
         best_completed.sort_unstable();
@@ -253,6 +270,7 @@ fn check_commits(history: &History, a: &mut Anomalies) {
                 .max();
             if let Some(e) = earlier.filter(|e| offset < *e) {
                 a.commits_backwards.push(CommitBackwards {
+                    group: group.clone(),
                     partition,
                     earlier: e,
                     later: offset,
@@ -378,28 +396,33 @@ mod tests {
 
     #[test]
     fn a_committed_offset_below_an_acknowledged_commit_is_lost() {
-        let commit = |offset, outcome| op(3, OpKind::Commit { partition: 0, offset }, (0, 1), outcome);
+        let commit = |offset, outcome| op(3, commit_kind("g", offset), (0, 1), outcome);
+        let at = |offset| BTreeMap::from([(("g".to_string(), 0), offset)]);
         let h = history(vec![commit(5, ok(0)), commit(9, unknown())]);
-        assert!(lost_commits(&h, &BTreeMap::from([(0, 5)])).is_empty());
-        assert!(
-            lost_commits(&h, &BTreeMap::from([(0, 9)])).is_empty(),
-            "the unknown commit landed"
-        );
-        let lost = lost_commits(&h, &BTreeMap::from([(0, 4)]));
+        assert!(lost_commits(&h, &at(5)).is_empty());
+        assert!(lost_commits(&h, &at(9)).is_empty(), "the unknown commit landed");
+        let lost = lost_commits(&h, &at(4));
         assert_eq!(
             lost,
             vec![CommitLost {
+                group: "g".into(),
                 partition: 0,
                 acknowledged: 5,
                 fetched: Some(4)
             }]
         );
         assert_eq!(lost_commits(&h, &BTreeMap::new())[0].fetched, None);
+        let other_group = BTreeMap::from([(("h".to_string(), 0), 9)]);
+        assert_eq!(
+            lost_commits(&h, &other_group).len(),
+            1,
+            "another group's commit does not count"
+        );
     }
 
     #[test]
     fn a_commit_below_an_earlier_one_goes_backwards() {
-        let commit = |offset, t| op(3, OpKind::Commit { partition: 0, offset }, t, ok(0));
+        let commit = |offset, t| op(3, commit_kind("g", offset), t, ok(0));
         let fine = history(vec![commit(5, (0, 1)), commit(3, (1, 4)), commit(7, (2, 3))]);
         // The commit of 3 was invoked before the commit of 5 completed? No:
         // 5 completed at 1, 3 was invoked at 1 (not after): concurrent.
@@ -408,10 +431,24 @@ mod tests {
         assert_eq!(
             check(&bad, &FinalLog::new()).commits_backwards,
             vec![CommitBackwards {
+                group: "g".into(),
                 partition: 0,
                 earlier: 5,
                 later: 3
             }]
         );
+        let two_groups = history(vec![commit(5, (0, 1)), op(4, commit_kind("h", 3), (2, 4), ok(0))]);
+        assert!(
+            check(&two_groups, &FinalLog::new()).is_valid(),
+            "each group commits its own offsets"
+        );
+    }
+
+    fn commit_kind(group: &str, offset: i64) -> OpKind {
+        OpKind::Commit {
+            group: group.into(),
+            partition: 0,
+            offset,
+        }
     }
 }

@@ -18,8 +18,8 @@ pub enum OpKind {
     Produce { partition: i32, value: u64 },
     /// Records read from `partition`, in the order returned: (offset, value).
     Read { partition: i32, records: Vec<(i64, u64)> },
-    /// A consumer group committed `offset` for `partition`.
-    Commit { partition: i32, offset: i64 },
+    /// Consumer group `group` committed `offset` for `partition`.
+    Commit { group: String, partition: i32, offset: i64 },
 }
 
 /// How an operation ended.

@@ -8,7 +8,8 @@
 //! - [`disk`]: small disks of their own for the brokers, to fill up;
 //! - [`clock`]: the brokers' wall clocks, stepped (libfaketime);
 //! - [`fault`]: faults as plans of actions, without I/O;
-//! - [`workload`]: producers and a reader, on plain threads;
+//! - [`workload`]: producers and a reader, on plain threads; [`members`]:
+//!   consumers in a group with members;
 //! - [`history`], [`checker`]: the record of operations and what it must
 //!   satisfy; [`replicas`]: the replicas compared on disk;
 //! - [`runner`]: one run, start to report.
@@ -26,6 +27,7 @@ pub mod disk;
 pub mod error;
 pub mod fault;
 pub mod history;
+pub mod members;
 pub mod net;
 pub mod producer;
 pub mod replicas;

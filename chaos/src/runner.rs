@@ -23,6 +23,7 @@ use crate::cluster::{self, Cluster};
 use crate::error::ChaosError;
 use crate::fault::{Action, Fault, Node, Roles};
 use crate::history::{History, OpKind, Outcome};
+use crate::members;
 use crate::net::{self, Firewall};
 use crate::producer;
 use crate::replicas;
@@ -83,9 +84,12 @@ pub struct RunReport {
     pub divergent: Vec<String>,
     /// Partitions that could not be read back at the end.
     pub unreadable: Vec<i32>,
-    /// The group's committed offsets could not be fetched at the end.
+    /// A group's committed offsets could not be fetched at the end.
     #[serde(default)]
     pub unreadable_commits: bool,
+    /// What each member of the group with members did.
+    #[serde(default)]
+    pub members: BTreeMap<u32, members::MemberSummary>,
     /// Ok produces per producer while the fault held.
     pub ok_during_fault: BTreeMap<u32, usize>,
     /// From healing to every producer's first acknowledged produce.
@@ -136,6 +140,12 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     }
     let s = shared.clone();
     threads.push(std::thread::spawn(move || workload::read_loop(s, 0)));
+    for i in 0..members::MEMBERS {
+        let s = shared.clone();
+        threads.push(std::thread::spawn(move || {
+            members::member_loop(s, members::MEMBER_CLIENT_FIRST + i)
+        }));
+    }
     let mut rng = Rng::new(cfg.seed);
     std::thread::sleep(Duration::from_millis(3_000 + rng.below(3_000)));
     let roles = roles(&shared, cfg.brokers)?;
@@ -168,7 +178,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, ChaosError> {
     } else {
         vec!["the ISRs did not fill up again: replicas not compared".to_string()]
     };
-    let commits = workload::committed_offsets(&shared);
+    let commits = final_commits(&shared);
     let history = shared.history.lock().map(|h| h.clone()).unwrap_or_default();
     clocks_stepped(&cluster, &plan.start)?;
     drop(cluster);
@@ -215,6 +225,7 @@ fn report(
         divergent,
         unreadable,
         unreadable_commits: false,
+        members: members::summaries(history),
         ok_during_fault,
         recovery_ms,
         fault_started_ms,
@@ -251,6 +262,17 @@ fn execute(cluster: &mut Cluster, firewall: &Firewall, actions: &[Action]) -> Re
         }
     }
     Ok(())
+}
+
+/// Every group's committed offsets after healing, by group and partition;
+/// `None` if a group's could not be read.
+fn final_commits(shared: &Shared) -> Option<BTreeMap<checker::GroupPartition, i64>> {
+    let mut all = BTreeMap::new();
+    for group in [workload::GROUP, members::MEMBERS_GROUP] {
+        let fetched = workload::committed_offsets(shared, group)?;
+        all.extend(fetched.into_iter().map(|(p, o)| ((group.to_string(), p), o)));
+    }
+    Some(all)
 }
 
 /// Every broker whose clock the plan stepped said so in its log: a clock

@@ -23,7 +23,7 @@ pub const TOPIC: &str = "chaos";
 /// generation -1, no member).
 pub const GROUP: &str = "chaos-reader";
 /// How often the reader commits.
-const COMMIT_EVERY: Duration = Duration::from_millis(500);
+pub(crate) const COMMIT_EVERY: Duration = Duration::from_millis(500);
 const FETCH_KEY: i16 = 1;
 const METADATA_KEY: i16 = 3;
 /// How long a request may go unanswered before its outcome is unknown.
@@ -178,8 +178,30 @@ fn read_partition(routes: &mut Routes, partition: i32, from: i64) -> Option<(Vec
     }
 }
 
-fn coordinator(shared: &Shared, client_id: &str, retry: RetryPolicy) -> CoordinatorClient {
-    CoordinatorClient::new(&shared.bootstrap.join(","), GROUP, client_id, retry, REQUEST_TIMEOUT)
+/// Records one commit per partition of `offsets`, invoked at
+/// `invoked_ms`, as it ended.
+pub(crate) fn record_commits(
+    shared: &Shared,
+    client: u32,
+    group: &str,
+    offsets: &[(String, i32, i64)],
+    invoked_ms: RunMs,
+    outcome: Outcome,
+) {
+    let completed_ms = shared.now_ms();
+    for (_, partition, offset) in offsets {
+        shared.record(Op {
+            client,
+            kind: OpKind::Commit {
+                group: group.to_string(),
+                partition: *partition,
+                offset: *offset,
+            },
+            invoked_ms,
+            completed_ms,
+            outcome: outcome.clone(),
+        });
+    }
 }
 
 /// Commits the reader's positions (one attempt), recording a commit per
@@ -198,24 +220,47 @@ fn commit_positions(shared: &Shared, client: u32, coord: &mut CoordinatorClient,
         Ok(()) => Outcome::Ok { offset: None },
         Err(e) => Outcome::Unknown { error: e.to_string() },
     };
-    let completed_ms = shared.now_ms();
-    for (_, partition, offset) in offsets {
-        shared.record(Op {
-            client,
-            kind: OpKind::Commit { partition, offset },
-            invoked_ms,
-            completed_ms,
-            outcome: outcome.clone(),
-        });
-    }
+    record_commits(shared, client, GROUP, &offsets, invoked_ms, outcome);
 }
 
-/// The group's committed offsets, asked after healing (with retries).
-pub fn committed_offsets(shared: &Shared) -> Option<std::collections::BTreeMap<i32, i64>> {
-    let mut coord = coordinator(shared, "chaos-final-offsets", RetryPolicy::default());
+/// `group`'s committed offsets, asked after healing (with retries).
+pub fn committed_offsets(shared: &Shared, group: &str) -> Option<std::collections::BTreeMap<i32, i64>> {
+    let mut coord = CoordinatorClient::new(
+        &shared.bootstrap.join(","),
+        group,
+        "chaos-final-offsets",
+        RetryPolicy::default(),
+        REQUEST_TIMEOUT,
+    );
     let partitions: Vec<(String, i32)> = (0..shared.partitions).map(|p| (TOPIC.to_string(), p)).collect();
     let fetched = coord.fetch_offsets(&partitions).ok()?;
     Some(fetched.into_iter().map(|((_, p), o)| (p, o)).collect())
+}
+
+/// Reads `partition` from `*next` and records what came back (if
+/// anything), moving `*next` past it. Returns whether records came.
+pub(crate) fn read_and_record(
+    shared: &Shared,
+    client: u32,
+    routes: &mut Routes,
+    partition: i32,
+    next: &mut i64,
+) -> bool {
+    let invoked_ms = shared.now_ms();
+    let Some((records, _hw)) = read_partition(routes, partition, *next) else {
+        return false;
+    };
+    let records: Vec<(i64, u64)> = records.into_iter().filter(|(o, _)| *o >= *next).collect();
+    let Some(&(last, _)) = records.last() else { return false };
+    *next = last + 1;
+    shared.record(Op {
+        client,
+        kind: OpKind::Read { partition, records },
+        invoked_ms,
+        completed_ms: shared.now_ms(),
+        outcome: Outcome::Ok { offset: None },
+    });
+    true
 }
 
 /// Follows every partition from offset 0, recording each non-empty read,
@@ -226,7 +271,8 @@ pub fn read_loop(shared: Shared, client: u32) {
         retries: 0,
         ..RetryPolicy::default()
     };
-    let mut coord = coordinator(&shared, &format!("chaos-reader-{client}"), once);
+    let reader = format!("chaos-reader-{client}");
+    let mut coord = CoordinatorClient::new(&shared.bootstrap.join(","), GROUP, &reader, once, REQUEST_TIMEOUT);
     let mut next: Vec<i64> = vec![0; shared.partitions as usize];
     let mut committed_at = Instant::now();
     while !shared.stopped() {
@@ -236,24 +282,8 @@ pub fn read_loop(shared: Shared, client: u32) {
         }
         let mut idle = true;
         for partition in 0..shared.partitions {
-            let invoked_ms = shared.now_ms();
-            let Some((records, _hw)) = read_partition(&mut routes, partition, next[partition as usize]) else {
-                continue;
-            };
-            let records: Vec<(i64, u64)> = records
-                .into_iter()
-                .filter(|(o, _)| *o >= next[partition as usize])
-                .collect();
-            if let Some(&(last, _)) = records.last() {
-                next[partition as usize] = last + 1;
+            if read_and_record(&shared, client, &mut routes, partition, &mut next[partition as usize]) {
                 idle = false;
-                shared.record(Op {
-                    client,
-                    kind: OpKind::Read { partition, records },
-                    invoked_ms,
-                    completed_ms: shared.now_ms(),
-                    outcome: Outcome::Ok { offset: None },
-                });
             }
         }
         if idle {

@@ -99,10 +99,21 @@ fn stepped_wall_clocks_lose_nothing() {
     assert_served(&report, true);
 }
 
+/// Also the group with members: each member read and had commits
+/// acknowledged (the checker has read their commits per group).
 #[test]
 fn killing_the_leader_loses_nothing_acknowledged() {
     let report = run("kill-leader", &[]);
     assert_served(&report, true);
+    let members = report["members"].as_object().expect("members");
+    assert_eq!(members.len(), 2, "{report:#}");
+    for (client, m) in members {
+        assert!(m["reads"].as_u64().unwrap_or(0) > 0, "member {client} read nothing: {report:#}");
+        assert!(
+            m["commits_ok"].as_u64().unwrap_or(0) > 0,
+            "member {client} had no commit acknowledged: {report:#}"
+        );
+    }
 }
 
 #[test]
