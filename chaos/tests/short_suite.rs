@@ -108,7 +108,10 @@ fn killing_the_leader_loses_nothing_acknowledged() {
     let members = report["members"].as_object().expect("members");
     assert_eq!(members.len(), 2, "{report:#}");
     for (client, m) in members {
-        assert!(m["reads"].as_u64().unwrap_or(0) > 0, "member {client} read nothing: {report:#}");
+        assert!(
+            m["reads"].as_u64().unwrap_or(0) > 0,
+            "member {client} read nothing: {report:#}"
+        );
         assert!(
             m["commits_ok"].as_u64().unwrap_or(0) > 0,
             "member {client} had no commit acknowledged: {report:#}"
