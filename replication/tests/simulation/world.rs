@@ -19,16 +19,20 @@
 mod checks;
 #[path = "controller.rs"]
 mod controller;
+#[path = "faults.rs"]
+mod faults;
 #[path = "model.rs"]
 pub mod model;
+#[path = "produce.rs"]
+mod produce;
 
 use std::collections::BTreeMap;
 
 use ferrite_engine::types::{LeaderEpoch, Offset, TopicPartition};
 pub use ferrite_replication::BrokerId;
 use ferrite_replication::{
-    Acks, Action, Commit, IsrWriteOutcome, LeaderAndIsr, LocalLog, MonoMs, PartitionReplica, ReplicaConfig,
-    ReplicationError, RoleKind, WaiterId, ZkVersion,
+    Action, IsrWriteOutcome, LeaderAndIsr, LocalLog, MonoMs, PartitionReplica, ReplicaConfig, ReplicationError,
+    RoleKind, WaiterId, ZkVersion,
 };
 use model::{ModelLog, Rec, Rng, ZkState};
 
@@ -557,78 +561,7 @@ impl World {
         }
     }
 
-    fn ack(&mut self, offset: Offset, value: u64) {
-        self.note(|| format!("acknowledged {value} at {offset}"));
-        let before = self.acked.insert(offset, value);
-        assert!(
-            before.is_none_or(|v| v == value),
-            "offset {offset} acknowledged twice, for {before:?} and {value}"
-        );
-    }
-
-    // ---- what clients and time do --------------------------------------
-
-    fn produce(&mut self) {
-        let Some(leader) = self.producer_leader else {
-            self.producer_leader = self.zk.leader;
-            return;
-        };
-        let acks = if self.rng.chance(self.cfg.acks_all_percent) {
-            Acks::All
-        } else {
-            Acks::Leader
-        };
-        let value = self.next_value;
-        self.next_value += 1;
-        let now = self.now;
-        let must_survive = self.cfg.acks_one_must_survive;
-        let trace = self.trace;
-        let b = self.broker(leader);
-        if b.up == Up::Crashed {
-            self.producer_leader = self.zk.leader;
-            return;
-        }
-        let Some(r) = b.replica.as_mut() else { return };
-        if let Err(e) = r.check_produce(acks) {
-            if matches!(e, ReplicationError::NotEnoughReplicas { .. }) {
-                self.stats.not_enough_replicas += 1;
-            }
-            self.producer_leader = self.zk.leader;
-            return;
-        }
-        let rec = Rec {
-            epoch: r.leader_epoch(),
-            value,
-        };
-        let offset = b.log.appended_end();
-        if trace {
-            println!(
-                "t={:>6} {leader} takes {value} at {offset} ({acks:?}, hw {}, isr {:?})",
-                now,
-                r.hw(),
-                r.isr()
-            );
-        }
-        b.log.append(rec);
-        r.appended(local(&b.log));
-        let mut acked_now = None;
-        match acks {
-            Acks::All => match r.await_commit(WaiterId(value), offset, MonoMs(now + REQUEST_TIMEOUT_MS)) {
-                Ok(Commit::Done) => acked_now = Some((offset, value)),
-                Ok(Commit::Waiting) => {
-                    b.waiting.insert(WaiterId(value), (offset, value));
-                }
-                Err(_) => {}
-            },
-            // acks=1 is answered once the leader's write is done.
-            Acks::Leader if must_survive => b.leader_acks.push((offset, value)),
-            Acks::Leader | Acks::None => {}
-        }
-        self.run_actions(leader);
-        if let Some((offset, value)) = acked_now {
-            self.ack(offset, value);
-        }
-    }
+    // ---- what time does -----------------------------------------------
 
     /// A broker's pending writes complete: its log end moves over them,
     /// which may move the HW, and acks=1 answers go out.
@@ -689,89 +622,6 @@ impl World {
                 }
             }
         }
-    }
-
-    fn down_count(&self) -> usize {
-        self.brokers.iter().filter(|b| b.up != Up::Running).count()
-    }
-
-    fn crash(&mut self) {
-        if self.down_count() >= 2 {
-            return;
-        }
-        let id = BROKERS[self.rng.below(3) as usize];
-        let b = self.broker(id);
-        if b.up != Up::Running {
-            return;
-        }
-        b.up = Up::Crashed;
-        b.incarnation += 1;
-        let end = b.log.written;
-        self.note(|| format!("{id} crashes (written end {end})"));
-        let b = self.broker(id);
-        b.replica = None;
-        b.log.lose_unwritten();
-        b.leader_acks.clear();
-        self.stats.crashes += 1;
-        self.controller_broker_gone(id);
-    }
-
-    fn restart(&mut self) {
-        let Some(id) = self.brokers.iter().find(|b| b.up == Up::Crashed).map(|b| b.id) else {
-            return;
-        };
-        self.note(|| format!("{id} restarts"));
-        let b = self.broker(id);
-        b.up = Up::Running;
-        b.incarnation += 1;
-        self.start_replica(id);
-        self.controller_broker_back(id);
-    }
-
-    fn isolate(&mut self) {
-        if self.down_count() >= 1 {
-            return;
-        }
-        let id = BROKERS[self.rng.below(3) as usize];
-        let until = self.now + 200 + self.rng.below(2_800);
-        self.broker(id).up = Up::Isolated { until };
-        self.note(|| format!("{id} isolated until {until}"));
-        self.stats.isolations += 1;
-        self.controller_broker_gone(id);
-        // Clients on the broker's side keep producing to it.
-        if self.rng.chance(50) {
-            self.producer_leader = Some(id);
-        }
-    }
-
-    /// A broker loses its ZooKeeper session alone: the controller takes it
-    /// for gone, the other brokers still reach it.
-    fn cut_zk(&mut self) {
-        if self.down_count() >= 1 {
-            return;
-        }
-        let id = BROKERS[self.rng.below(3) as usize];
-        let until = self.now + 200 + self.rng.below(2_800);
-        self.broker(id).up = Up::ZkCut { until };
-        self.note(|| format!("{id} cut from ZooKeeper until {until}"));
-        self.stats.zk_cuts += 1;
-        self.controller_broker_gone(id);
-        if self.rng.chance(50) {
-            self.producer_leader = Some(id);
-        }
-    }
-
-    /// Two brokers lose the link between them; ZooKeeper sees nothing.
-    fn cut_pair(&mut self) {
-        if self.pair_cut.is_some_and(|(_, _, until)| self.now < until) {
-            return;
-        }
-        let a = self.rng.below(3) as usize;
-        let b = (a + 1 + self.rng.below(2) as usize) % 3;
-        let until = self.now + 200 + self.rng.below(2_800);
-        self.pair_cut = Some((BROKERS[a], BROKERS[b], until));
-        self.note(|| format!("{} and {} cut from each other until {until}", BROKERS[a], BROKERS[b]));
-        self.stats.pair_cuts += 1;
     }
 
     /// One random step.
