@@ -79,7 +79,7 @@ fn config_from(command: Command) -> Result<BrokerConfig, String> {
         } => {
             config.metrics_listen = metrics_listen;
             config.listen = listen;
-            config.advertised_host = listen.ip().to_string();
+            config.advertised_host = ferrite_config::listeners::advertise(&listen.ip().to_string());
             config.advertised_port = listen.port();
             config.log_dir = data_dir;
             config.shards = shards;

@@ -36,8 +36,11 @@ const LONG_MAX: &str = "9223372036854775807";
 pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("broker.id", Int, Some("0"), "This broker's id in the cluster."),
     b!("node.id", Int, None, "Same as broker.id."),
-    b!("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), "The address clients and brokers connect to (the first entry)."),
+    b!("listeners", String, Some("PLAINTEXT://127.0.0.1:9092"), "The address clients and brokers connect to: one PLAINTEXT listener (another protocol, or a second listener, is refused at start)."),
     b!("advertised.listeners", String, None, "The address given to clients, when not the listener's."),
+    b!("listener.security.protocol.map", String, None, "Each listener name's security protocol (NAME:PROTOCOL,...); a name that is a protocol's needs no entry. Only PLAINTEXT listeners are served yet: others are refused at start."),
+    b!("inter.broker.listener.name", String, None, "The listener brokers use between them; must be the broker's one listener."),
+    b!("security.inter.broker.protocol", String, Some("PLAINTEXT"), "The security protocol between brokers; only PLAINTEXT is built yet."),
     b!("log.dirs", String, Some("./ferrite-data"), "The data directory (the first entry)."),
     b!("log.dir", String, None, "Same as log.dirs."),
     b!("num.partitions", Int, Some("1"), "Partitions of a topic created without a count."),
@@ -113,8 +116,6 @@ pub const INERT_CONFIGS: &[BrokerConfigDef] = &[
     b!("transaction.state.log.replication.factor", Short, Some("3"), "Transactions are not built yet."),
     b!("transaction.state.log.min.isr", Int, Some("2"), "Transactions are not built yet."),
     b!("zookeeper.connection.timeout.ms", Int, None, "Ferrite waits for ZooKeeper for the session timeout."),
-    b!("listener.security.protocol.map", String, None, "Security is not built yet: every listener is PLAINTEXT."),
-    b!("inter.broker.listener.name", String, None, "Brokers connect to each other's single listener."),
 ];
 
 /// Whether `name` is a broker synonym of a topic config.
@@ -192,6 +193,8 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}={default}: {e}", d.name));
             assert!(unknown.is_empty(), "{} is not read", d.name);
             c.given.clear();
+            // The listener settings are kept as given, like `given`.
+            c.listener_settings = Default::default();
             assert_eq!(
                 format!("{c:?}"),
                 format!("{base:?}"),

@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod defs;
+pub mod listeners;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -36,6 +37,9 @@ pub struct BrokerConfig {
     /// What clients are told to connect to.
     pub advertised_host: String,
     pub advertised_port: u16,
+    /// The listener settings as given (`listeners`, `advertised.listeners`,
+    /// the security protocol map, the inter-broker listener).
+    pub listener_settings: listeners::Listeners,
     pub log_dir: PathBuf,
     pub num_partitions: i32,
     pub default_replication_factor: i16,
@@ -182,6 +186,7 @@ impl Default for BrokerConfig {
             listen: "127.0.0.1:9092".parse().unwrap_or_else(|_| unreachable!()),
             advertised_host: "127.0.0.1".into(),
             advertised_port: 9092,
+            listener_settings: listeners::Listeners::default(),
             log_dir: PathBuf::from("./ferrite-data"),
             num_partitions: 1,
             default_replication_factor: 1,
@@ -264,45 +269,43 @@ fn boolean(key: &str, value: &str) -> Result<bool, ConfigError> {
     }
 }
 
-/// `PLAINTEXT://host:port` (or `host:port`); the first entry of a list.
-fn endpoint(key: &str, value: &str) -> Result<(String, u16), ConfigError> {
-    let first = value.split(',').next().unwrap_or("").trim();
-    let hostport = first.rsplit_once("://").map(|(_, hp)| hp).unwrap_or(first);
-    let (host, port) = hostport
-        .rsplit_once(':')
-        .ok_or_else(|| invalid(key, value, "expected host:port"))?;
-    let port: u16 = num(key, port)?;
-    let host = if host.is_empty() { "0.0.0.0" } else { host };
-    Ok((host.to_string(), port))
-}
-
 impl BrokerConfig {
+    /// Where to listen and what to advertise, from the listener settings
+    /// given so far (see [`listeners`]).
+    fn apply_listeners(&mut self) -> Result<(), ConfigError> {
+        let Some(served) = self.listener_settings.served(self.listen)? else {
+            return Ok(());
+        };
+        let host = &served.listen_host;
+        let addr = if host.contains(':') {
+            format!("[{host}]:{}", served.listen_port)
+        } else {
+            format!("{host}:{}", served.listen_port)
+        };
+        self.listen = addr.parse().map_err(|_| {
+            invalid(
+                "listeners",
+                &addr,
+                "not an IP address and port (a host name is not bound)",
+            )
+        })?;
+        self.advertised_host = served.advertised_host;
+        self.advertised_port = served.advertised_port;
+        Ok(())
+    }
+
     /// Applies `pairs` in order; returns the keys that were unknown.
     pub fn apply(&mut self, pairs: &[(String, String)]) -> Result<Vec<String>, ConfigError> {
         let mut unknown = Vec::new();
         let mut retention: BTreeMap<&str, i64> = BTreeMap::new();
-        let mut advertised_set = false;
         for (k, v) in pairs {
             self.given.insert(k.clone(), v.clone());
             let (k, v) = (k.as_str(), v.as_str());
+            if self.listener_settings.set(k, v)? {
+                continue;
+            }
             match k {
                 "broker.id" | "node.id" => self.broker_id = num(k, v)?,
-                "listeners" => {
-                    let (host, port) = endpoint(k, v)?;
-                    self.listen = format!("{host}:{port}")
-                        .parse()
-                        .map_err(|_| invalid(k, v, "bad address"))?;
-                    if !advertised_set {
-                        self.advertised_host = if host == "0.0.0.0" { "127.0.0.1".into() } else { host };
-                        self.advertised_port = port;
-                    }
-                }
-                "advertised.listeners" => {
-                    let (host, port) = endpoint(k, v)?;
-                    self.advertised_host = host;
-                    self.advertised_port = port;
-                    advertised_set = true;
-                }
                 "log.dirs" | "log.dir" => self.log_dir = PathBuf::from(v.split(',').next().unwrap_or(v).trim()),
                 "num.partitions" => self.num_partitions = num(k, v)?,
                 "default.replication.factor" => self.default_replication_factor = num(k, v)?,
@@ -438,6 +441,7 @@ impl BrokerConfig {
         if let Some(ms) = ms {
             self.set_log("retention.ms", "log.retention.ms", &ms.to_string())?;
         }
+        self.apply_listeners()?;
         for k in &unknown {
             tracing::warn!(key = %k, "unknown configuration key, ignored");
         }

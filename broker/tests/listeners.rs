@@ -1,0 +1,107 @@
+//! Listener settings a broker cannot serve yet are refused at start, with
+//! the reason, before anything listens: an `SSL://` port served in
+//! plaintext, or a second listener not served at all, would be the silent
+//! surprise (TLS, SASL and several listeners come with issue #21).
+
+use std::process::{Command, Stdio};
+
+/// Runs `ferrite broker` on a properties file holding `lines`; returns
+/// whether it failed to start and what it said.
+fn start_with(lines: &[&str]) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = ferrite_testkit::free_port();
+    let mut props = format!("broker.id=1\nlog.dirs={}\n", dir.path().join("data").display());
+    for l in lines {
+        props.push_str(&l.replace("PORT", &port.to_string()));
+        props.push('\n');
+    }
+    let path = dir.path().join("server.properties");
+    std::fs::write(&path, props).expect("write server.properties");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .arg("broker")
+        .arg("--config")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ferrite");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            return (false, String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    (!out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn listeners_that_cannot_be_served_are_refused_with_the_reason() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["listeners=SSL://127.0.0.1:PORT"],
+            "security protocol SSL is not built yet",
+        ),
+        (&["listeners=SASL_SSL://127.0.0.1:PORT"], "SASL_SSL is not built yet"),
+        (
+            &[
+                "listeners=EXTERNAL://127.0.0.1:PORT",
+                "listener.security.protocol.map=EXTERNAL:SASL_PLAINTEXT",
+            ],
+            "SASL_PLAINTEXT is not built yet",
+        ),
+        (
+            &["listeners=PLAINTEXT://127.0.0.1:PORT,SSL://127.0.0.1:1"],
+            "Ferrite serves one listener",
+        ),
+        (
+            &["listeners=INTERNAL://127.0.0.1:PORT"],
+            "INTERNAL has no security protocol",
+        ),
+    ];
+    for (lines, why) in cases {
+        let (refused, said) = start_with(lines);
+        assert!(refused, "{lines:?} started: {said}");
+        assert!(said.contains(why), "{lines:?}: expected '{why}' in: {said}");
+        assert!(!said.contains("ferrite is serving"), "{said}");
+    }
+}
+
+#[test]
+fn a_named_listener_mapped_to_plaintext_is_served() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = ferrite_testkit::free_port();
+    let props = format!(
+        "broker.id=1\nlog.dirs={}\nlisteners=INTERNAL://127.0.0.1:{port}\n\
+         listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL\ninter.broker.listener.name=INTERNAL\n",
+        dir.path().join("data").display()
+    );
+    let path = dir.path().join("server.properties");
+    std::fs::write(&path, props).expect("write server.properties");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .arg("broker")
+        .arg("--config")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run ferrite");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let served = loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break true;
+        }
+        if std::time::Instant::now() > deadline || child.try_wait().expect("wait").is_some() {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(served, "the INTERNAL listener was not served");
+}
