@@ -36,6 +36,16 @@ fn topics_are_created_described_altered_grown_and_deleted() {
     assert!(!ok && out.contains("INVALID_TOPIC_EXCEPTION"), "{out}");
     let (ok, out) = topics(&b, &["list"]);
     assert!(ok && out.contains("orders\t3 partition(s)"), "{out}");
+    // As kafka-topics.sh is typed: the broker after the subcommand.
+    let after = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(["topics", "list", "--bootstrap", &b.bootstrap()])
+        .output()
+        .expect("run ferrite topics");
+    let said = String::from_utf8_lossy(&after.stdout);
+    assert!(
+        after.status.success() && said.contains("orders\t3 partition(s)"),
+        "{said}"
+    );
     let (ok, out) = topics(&b, &["describe", "orders"]);
     assert!(ok, "{out}");
     assert!(out.contains("Partition: 2\tLeader: 0\tReplicas: 0\tIsr: 0"), "{out}");

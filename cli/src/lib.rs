@@ -23,15 +23,15 @@ use clap::Subcommand;
 pub enum AdminCommand {
     /// Administer topics on a running broker (over the Kafka protocol).
     Topics {
-        /// A broker to talk to.
-        #[arg(long, default_value = "127.0.0.1:9092")]
+        /// A broker to talk to (may also follow the subcommand).
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
         bootstrap: String,
         #[command(subcommand)]
         command: topics::TopicsCommand,
     },
     /// Topic configs and dynamic broker configs (over the Kafka protocol).
     Configs {
-        /// A broker to talk to.
+        /// A broker to talk to (may also follow the subcommand).
         #[arg(long, global = true, default_value = "127.0.0.1:9092")]
         bootstrap: String,
         #[command(subcommand)]
@@ -47,8 +47,8 @@ pub enum AdminCommand {
     },
     /// Leader elections in a cluster (over the Kafka protocol).
     Leaders {
-        /// A broker to talk to.
-        #[arg(long, default_value = "127.0.0.1:9092")]
+        /// A broker to talk to (may also follow the subcommand).
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
         bootstrap: String,
         #[command(subcommand)]
         command: cluster::LeadersCommand,
