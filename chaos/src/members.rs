@@ -96,12 +96,18 @@ fn join(shared: &Shared, client: u32) -> Option<GroupMember> {
     cfg.rebalance_timeout_ms = REBALANCE_TIMEOUT_MS;
     cfg.client_id = format!("chaos-member-{client}");
     cfg.request_timeout = REQUEST_TIMEOUT;
-    cfg.retry = RetryPolicy {
-        retries: 2,
-        ..RetryPolicy::default()
-    };
+    cfg.retry = member_retry();
     cfg.max_rebalance_rounds = REBALANCE_ROUNDS_MAX;
     GroupMember::join_with(cfg, AssignorKind::Range).ok()
+}
+
+/// The member's patience with its coordinator (joins, heartbeats, offset
+/// fetches).
+fn member_retry() -> RetryPolicy {
+    RetryPolicy {
+        retries: 2,
+        ..RetryPolicy::default()
+    }
 }
 
 /// Where to read each assigned partition from: the group's committed
@@ -126,7 +132,16 @@ fn commit(shared: &Shared, client: u32, m: &mut GroupMember, positions: &BTreeMa
         return;
     }
     let invoked_ms = shared.now_ms();
-    let outcome = match m.commit(&offsets) {
+    // One attempt: a refusal on a retry would not say that an earlier
+    // attempt, timed out, wrote nothing.
+    let once = RetryPolicy {
+        retries: 0,
+        ..RetryPolicy::default()
+    };
+    m.coordinator_client().set_patience(once, REQUEST_TIMEOUT);
+    let result = m.commit(&offsets);
+    m.coordinator_client().set_patience(member_retry(), REQUEST_TIMEOUT);
+    let outcome = match result {
         Ok(()) => Outcome::Ok { offset: None },
         Err(e) if fenced(&e) => Outcome::Fail { error: e.to_string() },
         Err(e) => Outcome::Unknown { error: e.to_string() },
@@ -134,8 +149,9 @@ fn commit(shared: &Shared, client: u32, m: &mut GroupMember, positions: &BTreeMa
     workload::record_commits(shared, client, MEMBERS_GROUP, &offsets, invoked_ms, outcome);
 }
 
-/// The group refused the commit because the member is not (or no longer)
-/// in its current generation: nothing was written.
+/// The group refused the commit (its only attempt) because the member is
+/// not, or no longer, in its current generation: Kafka checks that before
+/// it writes anything.
 fn fenced(e: &MemberError) -> bool {
     let refusals = [
         ErrorCode::IllegalGeneration,

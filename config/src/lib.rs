@@ -8,7 +8,8 @@
 //! `ferrite-engine` (log and shard settings), `ferrite-controller` (the
 //! dynamic broker configs and topic config definitions) and
 //! `ferrite-groups` (group and offsets-topic settings). It must not depend
-//! on the broker, nor do I/O beyond what the caller hands it.
+//! on the broker, nor do I/O beyond what the caller hands it and resolving
+//! a listener's host name.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
@@ -271,24 +272,35 @@ fn boolean(key: &str, value: &str) -> Result<bool, ConfigError> {
 
 impl BrokerConfig {
     /// Where to listen and what to advertise, from the listener settings
-    /// given so far (see [`listeners`]).
+    /// given so far (see [`listeners`]). A host name is resolved here, once
+    /// (its first address is bound), as Kafka does.
     fn apply_listeners(&mut self) -> Result<(), ConfigError> {
         let Some(served) = self.listener_settings.served(self.listen)? else {
             return Ok(());
         };
-        let host = &served.listen_host;
-        let addr = if host.contains(':') {
-            format!("[{host}]:{}", served.listen_port)
+        let (host, port) = (served.listen_host.as_str(), served.listen_port);
+        let shown = if host.contains(':') {
+            format!("[{host}]:{port}")
         } else {
-            format!("{host}:{}", served.listen_port)
+            format!("{host}:{port}")
         };
-        self.listen = addr.parse().map_err(|_| {
-            invalid(
+        self.listen = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, port),
+            Err(_) => std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+                .ok()
+                .and_then(|mut addrs| addrs.next())
+                .ok_or_else(|| invalid("listeners", &shown, "the host name does not resolve"))?,
+        };
+        let wildcard = self.listen.ip().is_unspecified();
+        let advertised_given = self.listener_settings.advertised.is_some();
+        if wildcard && !advertised_given && self.zookeeper_connect.is_some() {
+            return Err(invalid(
                 "listeners",
-                &addr,
-                "not an IP address and port (a host name is not bound)",
-            )
-        })?;
+                &shown,
+                "every interface, in a cluster: set advertised.listeners to an address the other brokers and \
+                 the clients reach (127.0.0.1 would send each broker's followers to themselves)",
+            ));
+        }
         self.advertised_host = served.advertised_host;
         self.advertised_port = served.advertised_port;
         Ok(())
@@ -472,6 +484,41 @@ impl BrokerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listener_host_name_is_resolved_and_a_cluster_needs_a_reachable_address() {
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let mut c = BrokerConfig::default();
+        c.apply(&pairs(&[("listeners", "PLAINTEXT://localhost:19093")]))
+            .unwrap();
+        assert!(c.listen.ip().is_loopback(), "{}", c.listen);
+        assert_eq!(c.listen.port(), 19093);
+        assert_eq!(c.advertised_host, "localhost", "clients are told the name");
+        let mut c = BrokerConfig::default();
+        let e = c
+            .apply(&pairs(&[("listeners", "PLAINTEXT://no-such-host.invalid:9092")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("does not resolve"), "{e}");
+        let wildcard_cluster = [
+            ("zookeeper.connect", "127.0.0.1:2181"),
+            ("listeners", "PLAINTEXT://:9092"),
+        ];
+        let e = BrokerConfig::default().apply(&pairs(&wildcard_cluster)).unwrap_err();
+        assert!(e.to_string().contains("set advertised.listeners"), "{e}");
+        let mut c = BrokerConfig::default();
+        c.apply(&pairs(&[
+            ("zookeeper.connect", "127.0.0.1:2181"),
+            ("listeners", "PLAINTEXT://:9092"),
+            ("advertised.listeners", "PLAINTEXT://kafka-1.example:9092"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (c.listen.to_string().as_str(), c.advertised_host.as_str()),
+            ("0.0.0.0:9092", "kafka-1.example")
+        );
+    }
 
     #[test]
     fn shards_are_pinned_per_cpu_unless_told_otherwise() {

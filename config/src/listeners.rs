@@ -86,7 +86,7 @@ impl Listeners {
             "listener.security.protocol.map" => self.protocol_map = Some(protocol_map(key, value)?),
             "inter.broker.listener.name" => self.inter_broker_name = Some(value.trim().to_ascii_uppercase()),
             "security.inter.broker.protocol" => {
-                let p = SecurityProtocol::parse(value.trim())
+                let p = SecurityProtocol::parse(value.trim().to_ascii_uppercase().as_str())
                     .ok_or_else(|| invalid(key, value, "expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))?;
                 self.inter_broker_protocol = Some(p);
             }
@@ -170,26 +170,38 @@ impl Listeners {
         })
     }
 
-    /// The advertised entry of the served listener: the one of its name
-    /// (or the only one given).
+    /// The advertised entry of the served listener. As in Kafka, every
+    /// advertised name must be a listener's: an entry of another name
+    /// would send clients to a port that is not served as it says.
     fn advertised_for<'a>(&self, advertised: &'a [Endpoint], served: &Endpoint) -> Result<&'a Endpoint, ConfigError> {
-        let found = advertised.iter().find(|a| a.name == served.name);
-        let entry = match (found, advertised) {
-            (Some(a), _) => a,
-            (None, [only]) => only,
-            _ => {
-                return Err(invalid(
-                    "advertised.listeners",
-                    &served.name,
-                    "names no entry for the listener",
-                ))
-            }
-        };
-        if entry.host.is_empty() || entry.host == "0.0.0.0" {
+        let key = "advertised.listeners";
+        if let Some(other) = advertised.iter().find(|a| a.name != served.name) {
             return Err(invalid(
-                "advertised.listeners",
+                key,
+                &other.name,
+                format!("not a listener of this broker (it has {})", served.name),
+            ));
+        }
+        let entry = advertised
+            .iter()
+            .find(|a| a.name == served.name)
+            .ok_or_else(|| invalid(key, &served.name, "names no entry for the listener"))?;
+        if entry.host.is_empty() {
+            return Err(invalid(
+                key,
+                &served.name,
+                "the host is empty: give a host name or address",
+            ));
+        }
+        if entry
+            .host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_unspecified())
+        {
+            return Err(invalid(
+                key,
                 &entry.host,
-                "a client cannot connect to 0.0.0.0: give a host name or address",
+                "a client cannot connect to a wildcard address: give a host name or address",
             ));
         }
         Ok(entry)
@@ -380,11 +392,36 @@ mod tests {
                 ("listeners", "PLAINTEXT://:9092"),
                 ("advertised.listeners", "PLAINTEXT://0.0.0.0:9092"),
             ],
-            "cannot connect to 0.0.0.0",
+            "wildcard address",
+        );
+        refused(
+            &[
+                ("listeners", "PLAINTEXT://:9092"),
+                ("advertised.listeners", "PLAINTEXT://[::]:9092"),
+            ],
+            "wildcard",
+        );
+        refused(
+            &[
+                ("listeners", "PLAINTEXT://:9092"),
+                ("advertised.listeners", "SSL://h:9093"),
+            ],
+            "not a listener of this broker",
+        );
+        refused(
+            &[
+                ("listeners", "PLAINTEXT://:9092"),
+                ("advertised.listeners", "PLAINTEXT://h:9092,SSL://h:9093"),
+            ],
+            "not a listener of this broker",
         );
         refused(&[("listeners", "PLAINTEXT://:9092,plaintext://:9093")], "named twice");
         refused(&[("listeners", "PLAINTEXT://host")], "expected NAME://host:port");
         refused(&[("listener.security.protocol.map", "A:TLS")], "expected PLAINTEXT");
         refused(&[("security.inter.broker.protocol", "SASL_SSL")], "only PLAINTEXT");
+        assert!(
+            served(&[("security.inter.broker.protocol", "plaintext")]).is_ok(),
+            "names are case-blind"
+        );
     }
 }
