@@ -27,7 +27,7 @@ struct Cli {
 enum Command {
     /// Run one broker with embedded metadata (no ZooKeeper needed).
     Standalone {
-        /// Address to listen on (and to advertise).
+        /// Address to listen on, and to advertise (127.0.0.1 for 0.0.0.0; see advertised.listeners).
         #[arg(long, default_value = "127.0.0.1:9092")]
         listen: SocketAddr,
         /// Where partitions and metadata live.
