@@ -5,19 +5,19 @@
 
 use std::process::{Command, Stdio};
 
-/// Runs `ferrite broker` on a properties file holding `lines`; returns
-/// whether it failed to start and what it said.
-fn start_with(lines: &[&str]) -> (bool, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// Starts `ferrite broker` on a properties file holding `lines` (`PORT`
+/// in them replaced by a free port) in `dir`; returns the process and the
+/// port.
+fn spawn_with(dir: &std::path::Path, lines: &[&str]) -> (std::process::Child, u16) {
     let port = ferrite_testkit::free_port();
-    let mut props = format!("broker.id=1\nlog.dirs={}\n", dir.path().join("data").display());
+    let mut props = format!("broker.id=1\nlog.dirs={}\n", dir.join("data").display());
     for l in lines {
         props.push_str(&l.replace("PORT", &port.to_string()));
         props.push('\n');
     }
-    let path = dir.path().join("server.properties");
+    let path = dir.join("server.properties");
     std::fs::write(&path, props).expect("write server.properties");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+    let child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
         .arg("broker")
         .arg("--config")
         .arg(&path)
@@ -26,6 +26,14 @@ fn start_with(lines: &[&str]) -> (bool, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run ferrite");
+    (child, port)
+}
+
+/// Runs `ferrite broker` on a properties file holding `lines`; returns
+/// whether it failed to start and what it said.
+fn start_with(lines: &[&str]) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut child, _) = spawn_with(dir.path(), lines);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while child.try_wait().expect("wait").is_none() {
         if std::time::Instant::now() > deadline {
@@ -74,23 +82,14 @@ fn listeners_that_cannot_be_served_are_refused_with_the_reason() {
 #[test]
 fn a_named_listener_mapped_to_plaintext_is_served() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = ferrite_testkit::free_port();
-    let props = format!(
-        "broker.id=1\nlog.dirs={}\nlisteners=INTERNAL://127.0.0.1:{port}\n\
-         listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL\ninter.broker.listener.name=INTERNAL\n",
-        dir.path().join("data").display()
+    let (mut child, port) = spawn_with(
+        dir.path(),
+        &[
+            "listeners=INTERNAL://127.0.0.1:PORT",
+            "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL",
+            "inter.broker.listener.name=INTERNAL",
+        ],
     );
-    let path = dir.path().join("server.properties");
-    std::fs::write(&path, props).expect("write server.properties");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferrite"))
-        .arg("broker")
-        .arg("--config")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run ferrite");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let served = loop {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
