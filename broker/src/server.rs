@@ -94,7 +94,9 @@ fn check_listen_addresses(config: &BrokerConfig) -> Result<(), ServerError> {
         ServerError::Other(format!("{what} on {addr}: {e} (is another broker running there?)"))
     };
     let patience = std::time::Duration::from_millis(LISTEN_RELEASE_WAIT_MS);
-    ferrite_transport::port_taken::wait_free(config.listen, patience).map_err(|e| taken("listen", config.listen, e))?;
+    for l in config.listeners() {
+        ferrite_transport::port_taken::wait_free(l.listen, patience).map_err(|e| taken("listen", l.listen, e))?;
+    }
     if let Some(addr) = config.metrics_listen {
         ferrite_transport::port_taken::wait_free(addr, patience).map_err(|e| taken("metrics listen", addr, e))?;
     }
@@ -258,24 +260,44 @@ impl Server {
             tracing::info!(%addr, "metrics at http://{addr}/metrics");
         }
         let spread = ferrite_transport::spread::ConnectionSpread::new(shards);
-        for shard in 0..shards {
-            let listen = config.listen;
-            let spread = spread.clone();
-            let bound = futures_lite::future::block_on(handle.submit(
-                ferrite_engine::ShardId(shard),
-                move |s: Rc<BrokerShard>| async move {
-                    let listener = glommio::net::TcpListener::bind(listen)?;
-                    glommio::spawn_local(crate::net::accept_loop(s, listener, spread)).detach();
-                    Ok::<(), std::io::Error>(())
-                },
-            ))?;
-            if let Err(e) = bound {
+        let ears = match crate::net::tls_setup::ears(&config) {
+            Ok(ears) => ears,
+            Err(e) => {
                 runtime.stop();
                 if let Some(c) = cluster {
                     c.stop();
                 }
-                return Err(ServerError::Other(format!("listen on {listen}: {e}")));
+                return Err(ServerError::Other(e));
             }
+        };
+        for (listener, ear) in config.listeners().into_iter().zip(ears) {
+            for shard in 0..shards {
+                let listen = listener.listen;
+                let spread = spread.clone();
+                let ear = ear.clone();
+                let bound = futures_lite::future::block_on(handle.submit(
+                    ferrite_engine::ShardId(shard),
+                    move |s: Rc<BrokerShard>| async move {
+                        let listener = glommio::net::TcpListener::bind(listen)?;
+                        glommio::spawn_local(crate::net::accept_loop(s, listener, spread, ear)).detach();
+                        Ok::<(), std::io::Error>(())
+                    },
+                ))?;
+                if let Err(e) = bound {
+                    runtime.stop();
+                    if let Some(c) = cluster {
+                        c.stop();
+                    }
+                    return Err(ServerError::Other(format!("listen on {listen}: {e}")));
+                }
+            }
+            tracing::info!(
+                listener = %listener.name,
+                protocol = listener.protocol.name(),
+                listen = %listener.listen,
+                advertised = %format!("{}:{}", listener.advertised_host, listener.advertised_port),
+                "listening"
+            );
         }
         tracing::info!(listen = %config.listen, shards, data = %config.log_dir.display(), "ferrite is serving");
         Ok(Server { runtime, cluster })

@@ -15,6 +15,7 @@
 
 pub mod defs;
 pub mod listeners;
+pub mod ssl;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -41,6 +42,16 @@ pub struct BrokerConfig {
     /// The listener settings as given (`listeners`, `advertised.listeners`,
     /// the security protocol map, the inter-broker listener).
     pub listener_settings: listeners::Listeners,
+    /// The name and protocol of the listener at `listen` (the primary: the
+    /// inter-broker one).
+    pub listener_name: String,
+    pub listener_protocol: listeners::SecurityProtocol,
+    /// The other listeners (a standalone broker's; a cluster has one).
+    pub extra_listeners: Vec<listeners::Listener>,
+    /// The `ssl.*` settings as given, and the keystore they name when a
+    /// listener is SSL.
+    pub ssl: ssl::SslSettings,
+    pub keystore: Option<ssl::Keystore>,
     pub log_dir: PathBuf,
     pub num_partitions: i32,
     pub default_replication_factor: i16,
@@ -188,6 +199,11 @@ impl Default for BrokerConfig {
             advertised_host: "127.0.0.1".into(),
             advertised_port: 9092,
             listener_settings: listeners::Listeners::default(),
+            listener_name: "PLAINTEXT".into(),
+            listener_protocol: listeners::SecurityProtocol::Plaintext,
+            extra_listeners: Vec::new(),
+            ssl: ssl::SslSettings::default(),
+            keystore: None,
             log_dir: PathBuf::from("./ferrite-data"),
             num_partitions: 1,
             default_replication_factor: 1,
@@ -272,38 +288,56 @@ fn boolean(key: &str, value: &str) -> Result<bool, ConfigError> {
 
 impl BrokerConfig {
     /// Where to listen and what to advertise, from the listener settings
-    /// given so far (see [`listeners`]). A host name is resolved here, once
-    /// (its first address is bound), as Kafka does.
+    /// given so far (see [`listeners`]); the keystore when a listener is
+    /// SSL (see [`ssl`]).
     fn apply_listeners(&mut self) -> Result<(), ConfigError> {
-        let Some(served) = self.listener_settings.served(self.listen)? else {
-            return Ok(());
+        let deployment = match self.zookeeper_connect {
+            Some(_) => listeners::Deployment::Cluster,
+            None => listeners::Deployment::Standalone,
         };
-        let (host, port) = (served.listen_host.as_str(), served.listen_port);
-        let shown = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        self.listen = match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => SocketAddr::new(ip, port),
-            Err(_) => std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
-                .ok()
-                .and_then(|mut addrs| addrs.next())
-                .ok_or_else(|| invalid("listeners", &shown, "the host name does not resolve"))?,
-        };
-        let wildcard = self.listen.ip().is_unspecified();
-        let advertised_given = self.listener_settings.advertised.is_some();
-        if wildcard && !advertised_given && self.zookeeper_connect.is_some() {
-            return Err(invalid(
-                "listeners",
-                &shown,
-                "every interface, in a cluster: set advertised.listeners to an address the other brokers and \
-                 the clients reach (127.0.0.1 would send each broker's followers to themselves)",
-            ));
+        let served = self.listener_settings.served(self.listen, deployment)?;
+        let mut resolved = served.into_iter().map(listeners::Served::resolve);
+        if let Some(primary) = resolved.next() {
+            let primary = primary?;
+            let wildcard = primary.listen.ip().is_unspecified();
+            let advertised_given = self.listener_settings.advertised.is_some();
+            if wildcard && !advertised_given && deployment == listeners::Deployment::Cluster {
+                return Err(invalid(
+                    "listeners",
+                    &primary.listen.to_string(),
+                    "every interface, in a cluster: set advertised.listeners to an address the other brokers and \
+                     the clients reach (127.0.0.1 would send each broker's followers to themselves)",
+                ));
+            }
+            self.listen = primary.listen;
+            self.advertised_host = primary.advertised_host;
+            self.advertised_port = primary.advertised_port;
+            self.listener_name = primary.name;
+            self.listener_protocol = primary.protocol;
+            self.extra_listeners = resolved.collect::<Result<_, _>>()?;
         }
-        self.advertised_host = served.advertised_host;
-        self.advertised_port = served.advertised_port;
+        let ssl_served = std::iter::once(self.listener_protocol)
+            .chain(self.extra_listeners.iter().map(|l| l.protocol))
+            .any(|p| p == listeners::SecurityProtocol::Ssl);
+        self.keystore = match ssl_served {
+            true => Some(self.ssl.checked()?),
+            false => None,
+        };
         Ok(())
+    }
+
+    /// Every listener served, the primary first.
+    pub fn listeners(&self) -> Vec<listeners::Listener> {
+        let primary = listeners::Listener {
+            name: self.listener_name.clone(),
+            protocol: self.listener_protocol,
+            listen: self.listen,
+            advertised_host: self.advertised_host.clone(),
+            advertised_port: self.advertised_port,
+        };
+        std::iter::once(primary)
+            .chain(self.extra_listeners.iter().cloned())
+            .collect()
     }
 
     /// Applies `pairs` in order; returns the keys that were unknown.
@@ -313,7 +347,7 @@ impl BrokerConfig {
         for (k, v) in pairs {
             self.given.insert(k.clone(), v.clone());
             let (k, v) = (k.as_str(), v.as_str());
-            if self.listener_settings.set(k, v)? {
+            if self.listener_settings.set(k, v)? || self.ssl.set(k, v)? {
                 continue;
             }
             match k {

@@ -1,15 +1,22 @@
 //! The listener settings as Kafka reads them — `listeners`,
 //! `advertised.listeners`, `listener.security.protocol.map`,
 //! `inter.broker.listener.name`, `security.inter.broker.protocol` — and
-//! what Ferrite serves of them today: one listener, PLAINTEXT.
+//! what Ferrite serves of them today: PLAINTEXT and SSL listeners, several
+//! of them on a standalone broker, one PLAINTEXT listener in a cluster.
 //!
 //! A listener is `NAME://host:port`; its security protocol is what the
 //! map gives its name, or the name itself when that is a protocol's
-//! (`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`). Until TLS and SASL
-//! are built (issue #21), a listener whose protocol is not PLAINTEXT, and
-//! a second listener, are refused when the broker starts: serving an
-//! `SSL://` port in plaintext, or a second port not at all, would be the
-//! silent surprise.
+//! (`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`). Until SASL is built
+//! (issue #21), a SASL listener is refused when the broker starts, and so
+//! are several listeners or an SSL one in a cluster (the brokers' own
+//! connections, and the other brokers' addresses per listener, are
+//! PLAINTEXT-only so far): serving a port as something other than it says,
+//! or not at all, would be the silent surprise.
+//!
+//! The first listener served (the *primary*) is the inter-broker one:
+//! `inter.broker.listener.name`, else the first listener of
+//! `security.inter.broker.protocol` (PLAINTEXT by default), else, on a
+//! standalone broker that has none, the first listener.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -67,14 +74,62 @@ pub struct Listeners {
     pub inter_broker_protocol: Option<SecurityProtocol>,
 }
 
-/// The one listener a broker serves: where it binds, and what it tells
-/// clients.
+/// A listener the broker serves: its name and protocol, where it binds,
+/// and what it tells the clients that come in on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Served {
+    pub name: String,
+    pub protocol: SecurityProtocol,
     pub listen_host: String,
     pub listen_port: u16,
     pub advertised_host: String,
     pub advertised_port: u16,
+}
+
+/// A served listener with its address resolved: what the broker binds
+/// and advertises.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    pub name: String,
+    pub protocol: SecurityProtocol,
+    pub listen: SocketAddr,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+}
+
+impl Served {
+    /// Resolves the listen host (a name's first address is bound, once, as
+    /// Kafka does).
+    pub fn resolve(self) -> Result<Listener, ConfigError> {
+        let (host, port) = (self.listen_host.as_str(), self.listen_port);
+        let shown = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let listen = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, port),
+            Err(_) => std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+                .ok()
+                .and_then(|mut addrs| addrs.next())
+                .ok_or_else(|| invalid("listeners", &shown, "the host name does not resolve"))?,
+        };
+        Ok(Listener {
+            name: self.name,
+            protocol: self.protocol,
+            listen,
+            advertised_host: self.advertised_host,
+            advertised_port: self.advertised_port,
+        })
+    }
+}
+
+/// Whether the broker runs in a cluster (ZooKeeper) or alone: a cluster
+/// serves one PLAINTEXT listener so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deployment {
+    Standalone,
+    Cluster,
 }
 
 impl Listeners {
@@ -95,18 +150,19 @@ impl Listeners {
         Ok(true)
     }
 
-    /// The listener the broker serves, or why it cannot serve these
-    /// settings; `None` when none of them was given. Without `listeners`,
-    /// the broker listens on `current` (`ferrite standalone --listen`), a
-    /// PLAINTEXT listener that the other settings apply to.
-    pub fn served(&self, current: SocketAddr) -> Result<Option<Served>, ConfigError> {
+    /// The listeners the broker serves, the primary first, or why it
+    /// cannot serve these settings; empty when none of them was given.
+    /// Without `listeners`, the broker listens on `current` (`ferrite
+    /// standalone --listen`), a PLAINTEXT listener that the other settings
+    /// apply to.
+    pub fn served(&self, current: SocketAddr, deployment: Deployment) -> Result<Vec<Served>, ConfigError> {
         let given = self.listeners.is_some()
             || self.advertised.is_some()
             || self.protocol_map.is_some()
             || self.inter_broker_name.is_some()
             || self.inter_broker_protocol.is_some();
         if !given {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let implied = [Endpoint {
             name: "PLAINTEXT".to_string(),
@@ -114,47 +170,66 @@ impl Listeners {
             port: current.port(),
         }];
         let listeners = self.listeners.as_deref().unwrap_or(&implied);
-        let key = "listeners";
-        let [only] = listeners else {
-            let names: Vec<&str> = listeners.iter().map(|l| l.name.as_str()).collect();
-            return Err(invalid(
-                key,
-                &names.join(","),
-                "Ferrite serves one listener; more (and TLS and SASL) come with issue #21",
-            ));
-        };
-        let protocol = self.protocol_of(&only.name)?;
-        if protocol != SecurityProtocol::Plaintext {
-            return Err(invalid(
-                key,
-                &format!("{}://{}:{}", only.name, only.host, only.port),
-                format!(
-                    "security protocol {} is not built yet (issue #21); only PLAINTEXT listeners are served",
-                    protocol.name()
-                ),
-            ));
+        let mut served = Vec::with_capacity(listeners.len());
+        for l in listeners {
+            let protocol = self.protocol_of(&l.name)?;
+            if matches!(protocol, SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl) {
+                return Err(invalid(
+                    "listeners",
+                    &format!("{}://{}:{}", l.name, l.host, l.port),
+                    format!(
+                        "security protocol {} is not built yet (issue #21); PLAINTEXT and SSL listeners are served",
+                        protocol.name()
+                    ),
+                ));
+            }
+            served.push(self.serve(l, protocol)?);
         }
-        self.check_inter_broker(only)?;
-        let listen_host = if only.host.is_empty() {
+        if let Some(a) = &self.advertised {
+            if let Some(other) = a.iter().find(|a| !listeners.iter().any(|l| l.name == a.name)) {
+                let names: Vec<&str> = listeners.iter().map(|l| l.name.as_str()).collect();
+                return Err(invalid(
+                    "advertised.listeners",
+                    &other.name,
+                    format!("not a listener of this broker (it has {})", names.join(",")),
+                ));
+            }
+        }
+        let primary = self.primary(&served, deployment)?;
+        served.swap(0, primary);
+        served[1..].sort_by_key(|s| listeners.iter().position(|l| l.name == s.name));
+        if deployment == Deployment::Cluster {
+            check_cluster(&served)?;
+        }
+        Ok(served)
+    }
+
+    /// One listener, served as `protocol`: where it binds, what it
+    /// advertises (its `advertised.listeners` entry, else its own host).
+    fn serve(&self, l: &Endpoint, protocol: SecurityProtocol) -> Result<Served, ConfigError> {
+        let listen_host = if l.host.is_empty() {
             "0.0.0.0".to_string()
         } else {
-            only.host.clone()
+            l.host.clone()
         };
         let advertised = self
             .advertised
             .as_ref()
-            .map(|a| self.advertised_for(a, only))
+            .and_then(|a| a.iter().find(|a| a.name == l.name))
+            .map(checked_advertised)
             .transpose()?;
         let (advertised_host, advertised_port) = match advertised {
             Some(a) => (a.host.clone(), a.port),
-            None => (advertise(&listen_host), only.port),
+            None => (advertise(&listen_host), l.port),
         };
-        Ok(Some(Served {
+        Ok(Served {
+            name: l.name.clone(),
+            protocol,
             listen_host,
-            listen_port: only.port,
+            listen_port: l.port,
             advertised_host,
             advertised_port,
-        }))
+        })
     }
 
     fn protocol_of(&self, name: &str) -> Result<SecurityProtocol, ConfigError> {
@@ -170,62 +245,87 @@ impl Listeners {
         })
     }
 
-    /// The advertised entry of the served listener. As in Kafka, every
-    /// advertised name must be a listener's: an entry of another name
-    /// would send clients to a port that is not served as it says.
-    fn advertised_for<'a>(&self, advertised: &'a [Endpoint], served: &Endpoint) -> Result<&'a Endpoint, ConfigError> {
-        let key = "advertised.listeners";
-        if let Some(other) = advertised.iter().find(|a| a.name != served.name) {
-            return Err(invalid(
-                key,
-                &other.name,
-                format!("not a listener of this broker (it has {})", served.name),
-            ));
-        }
-        let entry = advertised
-            .iter()
-            .find(|a| a.name == served.name)
-            .ok_or_else(|| invalid(key, &served.name, "names no entry for the listener"))?;
-        if entry.host.is_empty() {
-            return Err(invalid(
-                key,
-                &served.name,
-                "the host is empty: give a host name or address",
-            ));
-        }
-        if entry
-            .host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_unspecified())
-        {
-            return Err(invalid(
-                key,
-                &entry.host,
-                "a client cannot connect to a wildcard address: give a host name or address",
-            ));
-        }
-        Ok(entry)
-    }
-
-    fn check_inter_broker(&self, served: &Endpoint) -> Result<(), ConfigError> {
+    /// The index in `served` of the inter-broker listener (see the module
+    /// doc).
+    fn primary(&self, served: &[Served], deployment: Deployment) -> Result<usize, ConfigError> {
+        let names = || served.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(",");
         if let Some(name) = &self.inter_broker_name {
-            if *name != served.name {
-                return Err(invalid(
+            return served.iter().position(|s| s.name == *name).ok_or_else(|| {
+                invalid(
                     "inter.broker.listener.name",
                     name,
-                    format!("not a listener of this broker (it has {})", served.name),
-                ));
-            }
+                    format!("not a listener of this broker (it has {})", names()),
+                )
+            });
         }
-        match self.inter_broker_protocol {
-            Some(p) if p != SecurityProtocol::Plaintext => Err(invalid(
+        let protocol = self.inter_broker_protocol.unwrap_or(SecurityProtocol::Plaintext);
+        if protocol != SecurityProtocol::Plaintext {
+            return Err(invalid(
                 "security.inter.broker.protocol",
-                p.name(),
+                protocol.name(),
                 "only PLAINTEXT is built yet (issue #21)",
+            ));
+        }
+        match served.iter().position(|s| s.protocol == protocol) {
+            Some(i) => Ok(i),
+            None if deployment == Deployment::Standalone => Ok(0),
+            None => Err(invalid(
+                "listeners",
+                &names(),
+                "a cluster needs a PLAINTEXT listener for the brokers' own connections",
             )),
-            _ => Ok(()),
         }
     }
+}
+
+/// What a cluster serves so far: its one listener, PLAINTEXT.
+fn check_cluster(served: &[Served]) -> Result<(), ConfigError> {
+    let names: Vec<&str> = served.iter().map(|s| s.name.as_str()).collect();
+    if served.len() > 1 {
+        return Err(invalid(
+            "listeners",
+            &names.join(","),
+            "a cluster broker serves one listener so far (several come with issue #21, with every broker's \
+             address per listener); a standalone broker serves several",
+        ));
+    }
+    if served[0].protocol != SecurityProtocol::Plaintext {
+        return Err(invalid(
+            "listeners",
+            &served[0].name,
+            format!(
+                "a cluster broker's listener is PLAINTEXT so far (the brokers' own connections speak no {} yet, \
+                 issue #21); a standalone broker serves SSL",
+                served[0].protocol.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An advertised entry a client can connect to: a host is given, and it
+/// is not a wildcard.
+fn checked_advertised(entry: &Endpoint) -> Result<&Endpoint, ConfigError> {
+    let key = "advertised.listeners";
+    if entry.host.is_empty() {
+        return Err(invalid(
+            key,
+            &entry.name,
+            "the host is empty: give a host name or address",
+        ));
+    }
+    if entry
+        .host
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_unspecified())
+    {
+        return Err(invalid(
+            key,
+            &entry.host,
+            "a client cannot connect to a wildcard address: give a host name or address",
+        ));
+    }
+    Ok(entry)
 }
 
 /// What to tell clients for a listener bound to `host`: an address they
@@ -291,44 +391,52 @@ mod tests {
     /// Where `ferrite standalone --listen` put the broker.
     const CURRENT: &str = "0.0.0.0:19092";
 
-    fn served(pairs: &[(&str, &str)]) -> Result<Option<Served>, String> {
+    fn served_as(pairs: &[(&str, &str)], deployment: Deployment) -> Result<Vec<Served>, String> {
         let mut l = Listeners::default();
         for (k, v) in pairs {
             assert!(l.set(k, v).map_err(|e| e.to_string())?, "{k} is a listener key");
         }
-        l.served(CURRENT.parse().unwrap()).map_err(|e| e.to_string())
+        l.served(CURRENT.parse().unwrap(), deployment)
+            .map_err(|e| e.to_string())
     }
 
-    fn at(listen: (&str, u16), advertised: (&str, u16)) -> Option<Served> {
-        Some(Served {
+    fn served(pairs: &[(&str, &str)]) -> Result<Vec<Served>, String> {
+        served_as(pairs, Deployment::Standalone)
+    }
+
+    fn at(name: &str, listen: (&str, u16), advertised: (&str, u16)) -> Served {
+        Served {
+            name: name.into(),
+            protocol: SecurityProtocol::parse(name).unwrap_or(SecurityProtocol::Plaintext),
             listen_host: listen.0.into(),
             listen_port: listen.1,
             advertised_host: advertised.0.into(),
             advertised_port: advertised.1,
-        })
+        }
     }
 
     #[test]
     fn one_plaintext_listener_is_served_with_its_advertised_address() {
-        assert_eq!(served(&[]), Ok(None));
+        assert_eq!(served(&[]), Ok(vec![]));
+        let plain = |listen, advertised| Ok(vec![at("PLAINTEXT", listen, advertised)]);
         assert_eq!(
             served(&[("listeners", "PLAINTEXT://0.0.0.0:9092")]),
-            Ok(at(("0.0.0.0", 9092), ("127.0.0.1", 9092)))
+            plain(("0.0.0.0", 9092), ("127.0.0.1", 9092))
         );
         assert_eq!(
             served(&[("listeners", "PLAINTEXT://:9092")]),
-            Ok(at(("0.0.0.0", 9092), ("127.0.0.1", 9092)))
+            plain(("0.0.0.0", 9092), ("127.0.0.1", 9092))
         );
         assert_eq!(
             served(&[
                 ("listeners", "PLAINTEXT://0.0.0.0:9092"),
                 ("advertised.listeners", "PLAINTEXT://kafka-1.example:19092")
             ]),
-            Ok(at(("0.0.0.0", 9092), ("kafka-1.example", 19092)))
+            plain(("0.0.0.0", 9092), ("kafka-1.example", 19092))
         );
         assert_eq!(
             served(&[("listeners", "10.0.0.5:9092")]),
-            Ok(at(("10.0.0.5", 9092), ("10.0.0.5", 9092))),
+            plain(("10.0.0.5", 9092), ("10.0.0.5", 9092)),
             "a bare host:port is PLAINTEXT"
         );
         assert_eq!(
@@ -337,14 +445,41 @@ mod tests {
                 ("listener.security.protocol.map", "INTERNAL:PLAINTEXT,EXTERNAL:SSL"),
                 ("inter.broker.listener.name", "INTERNAL"),
             ]),
-            Ok(at(("10.0.0.5", 9092), ("10.0.0.5", 9092))),
+            Ok(vec![at("INTERNAL", ("10.0.0.5", 9092), ("10.0.0.5", 9092))]),
             "a named listener mapped to PLAINTEXT"
         );
         assert_eq!(
             served(&[("advertised.listeners", "PLAINTEXT://kafka-1.example:9092")]),
-            Ok(at(("0.0.0.0", 19092), ("kafka-1.example", 9092))),
+            plain(("0.0.0.0", 19092), ("kafka-1.example", 9092)),
             "advertised without listeners: the address the broker already listens on"
         );
+    }
+
+    #[test]
+    fn a_standalone_broker_serves_several_listeners_the_inter_broker_one_first() {
+        let both = served(&[
+            ("listeners", "SSL://:9093,PLAINTEXT://127.0.0.1:9092"),
+            ("advertised.listeners", "SSL://kafka.example:9093"),
+        ])
+        .expect("served");
+        assert_eq!(
+            both,
+            vec![
+                at("PLAINTEXT", ("127.0.0.1", 9092), ("127.0.0.1", 9092)),
+                at("SSL", ("0.0.0.0", 9093), ("kafka.example", 9093)),
+            ],
+            "the PLAINTEXT listener is the primary; a listener advertised by no entry advertises its own host"
+        );
+        let named = served(&[
+            ("listeners", "A://:1,B://:2,C://:3"),
+            ("listener.security.protocol.map", "A:PLAINTEXT,B:SSL,C:PLAINTEXT"),
+            ("inter.broker.listener.name", "C"),
+        ])
+        .expect("served");
+        let names: Vec<&str> = named.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["C", "A", "B"], "the named one first, the others in their order");
+        let only_ssl = served(&[("listeners", "SSL://127.0.0.1:9093")]).expect("served");
+        assert_eq!(only_ssl, vec![at("SSL", ("127.0.0.1", 9093), ("127.0.0.1", 9093))]);
     }
 
     #[test]
@@ -353,10 +488,6 @@ mod tests {
             let e = served(pairs).expect_err("refused");
             assert!(e.contains(why), "{e}");
         };
-        refused(
-            &[("listeners", "SSL://0.0.0.0:9093")],
-            "security protocol SSL is not built yet",
-        );
         refused(&[("listeners", "SASL_SSL://0.0.0.0:9093")], "SASL_SSL is not built yet");
         refused(
             &[
@@ -364,10 +495,6 @@ mod tests {
                 ("listener.security.protocol.map", "EXTERNAL:SASL_PLAINTEXT"),
             ],
             "SASL_PLAINTEXT is not built yet",
-        );
-        refused(
-            &[("listeners", "PLAINTEXT://:9092,SSL://:9093")],
-            "Ferrite serves one listener",
         );
         refused(
             &[("listeners", "INTERNAL://:9092")],
@@ -423,5 +550,27 @@ mod tests {
             served(&[("security.inter.broker.protocol", "plaintext")]).is_ok(),
             "names are case-blind"
         );
+    }
+
+    #[test]
+    fn a_cluster_broker_serves_one_plaintext_listener_so_far() {
+        let refused = |pairs: &[(&str, &str)], why: &str| {
+            let e = served_as(pairs, Deployment::Cluster).expect_err("refused");
+            assert!(e.contains(why), "{e}");
+        };
+        refused(&[("listeners", "SSL://h:9093")], "needs a PLAINTEXT listener");
+        refused(
+            &[("listeners", "PLAINTEXT://h:9092,SSL://h:9093")],
+            "serves one listener so far",
+        );
+        refused(
+            &[
+                ("listeners", "EXTERNAL://h:9093"),
+                ("listener.security.protocol.map", "EXTERNAL:SSL"),
+                ("inter.broker.listener.name", "EXTERNAL"),
+            ],
+            "PLAINTEXT so far",
+        );
+        assert!(served_as(&[("listeners", "PLAINTEXT://h:9092")], Deployment::Cluster).is_ok());
     }
 }

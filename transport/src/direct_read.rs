@@ -295,12 +295,7 @@ impl DirectReads {
     /// goes by `sendfile`), takes the pieces read ahead for it
     /// (`read_ahead.rs`) and starts the first others.
     pub async fn start(chunks: &[Chunk]) -> DirectReads {
-        let mut reads = DirectReads {
-            direct: Vec::new(),
-            waiting: VecDeque::new(),
-            started: VecDeque::new(),
-            after: VecDeque::new(),
-        };
+        let mut reads = DirectReads::none();
         for (i, chunk) in chunks.iter().enumerate() {
             let Chunk::File(chunk) = chunk else { continue };
             if chunk.path != SendPath::Direct || BROKEN.with(|b| b.get()) {
@@ -358,6 +353,17 @@ impl DirectReads {
         }
         reads.refill();
         reads
+    }
+
+    /// No direct reads (a response that does not go to its socket as is:
+    /// through a TLS session).
+    pub fn none() -> DirectReads {
+        DirectReads {
+            direct: Vec::new(),
+            waiting: VecDeque::new(),
+            started: VecDeque::new(),
+            after: VecDeque::new(),
+        }
     }
 
     /// Whether chunk `i` of the response goes directly.

@@ -9,7 +9,8 @@
 //!   the bytes after them read ahead for the next fetch;
 //! - [`spread`]: which shard serves a new connection;
 //! - [`port_taken`]: whether something already listens where a broker
-//!   would.
+//!   would;
+//! - [`tls`]: an SSL listener's handshake (rustls, in userspace).
 //!
 //! Depends on: `ferrite-ids`, `ferrite-protocol` (a response's chunks) and
 //! `ferrite-engine` (its truncation marks, so that nothing read ahead
@@ -20,6 +21,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod direct_read;
+pub mod error;
 pub mod gather;
 pub mod metrics;
 pub mod port_taken;
@@ -28,3 +30,4 @@ pub mod recv;
 pub mod sendfile;
 pub mod sequence;
 pub mod spread;
+pub mod tls;

@@ -4,6 +4,7 @@
 //! the shard owning the group's `__consumer_offsets` partition, where the
 //! coordinator ([`crate::groups`]) answers it.
 
+use crate::handlers::ListenerIndex;
 use ferrite_controller::assignment::Placement;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -87,6 +88,7 @@ async fn ensure_offsets_topic(shard: &Rc<BrokerShard>) -> Result<(), GroupError>
 pub async fn find_coordinator(
     shard: &Rc<BrokerShard>,
     req: gm::FindCoordinatorRequest,
+    listener: ListenerIndex,
     v: i16,
     b: &mut ResponseBuilder,
 ) {
@@ -104,7 +106,7 @@ pub async fn find_coordinator(
         resp.encode(&mut b.w, v);
         return;
     }
-    match locate(shard, &req.key).await {
+    match locate(shard, &req.key, listener).await {
         Ok((node_id, host, port)) => {
             resp.node_id = node_id;
             resp.host = host;
@@ -119,7 +121,13 @@ pub async fn find_coordinator(
 }
 
 /// The broker leading the group's partition of `__consumer_offsets`.
-async fn locate(shard: &Rc<BrokerShard>, group: &str) -> Result<(i32, String, i32), GroupError> {
+/// Its address is the one for `listener`, the listener the asking client
+/// came in on.
+async fn locate(
+    shard: &Rc<BrokerShard>,
+    group: &str,
+    listener: ListenerIndex,
+) -> Result<(i32, String, i32), GroupError> {
     ensure_offsets_topic(shard).await?;
     let p = shard.groups.partition_of(group);
     let meta = shard.meta();
@@ -133,7 +141,8 @@ async fn locate(shard: &Rc<BrokerShard>, group: &str) -> Result<(i32, String, i3
         .iter()
         .find(|b| b.id == leader)
         .ok_or(GroupError::CoordinatorNotAvailable)?;
-    Ok((broker.id.0, broker.host.clone(), i32::from(broker.port)))
+    let (host, port) = crate::handlers::metadata::endpoint(shard, broker, listener);
+    Ok((broker.id.0, host, i32::from(port)))
 }
 
 pub async fn join_group(

@@ -6,9 +6,10 @@ use ferrite_controller::assignment::Placement;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use ferrite_controller::{topic, ClusterMeta, ControllerError};
+use ferrite_controller::{topic, BrokerMeta, ClusterMeta, ControllerError};
 
 use crate::error_map;
+use crate::handlers::ListenerIndex;
 use crate::shard::{AdminError, AdminOp, BrokerShard};
 use ferrite_protocol::authorized_operations as ops;
 use ferrite_protocol::describe_cluster;
@@ -16,14 +17,32 @@ use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::metadata::{BrokerEntry, MetadataRequest, MetadataResponse, PartitionEntry, TopicEntry};
 use ferrite_protocol::response::ResponseBuilder;
 
-fn brokers(meta: &ClusterMeta) -> Vec<BrokerEntry> {
+/// Where a client that came in on `listener` reaches broker `b`: the
+/// address `b` advertises for that listener. Only this broker has other
+/// listeners than the primary so far (a standalone broker's); every other
+/// broker's address is its primary listener's.
+pub(crate) fn endpoint(shard: &BrokerShard, b: &BrokerMeta, listener: ListenerIndex) -> (String, u16) {
+    let extra = listener
+        .0
+        .checked_sub(1)
+        .and_then(|i| shard.config.extra_listeners.get(i));
+    match extra {
+        Some(l) if b.id.0 == shard.config.broker_id => (l.advertised_host.clone(), l.advertised_port),
+        _ => (b.host.clone(), b.port),
+    }
+}
+
+fn brokers(shard: &BrokerShard, meta: &ClusterMeta, listener: ListenerIndex) -> Vec<BrokerEntry> {
     meta.brokers
         .iter()
-        .map(|b| BrokerEntry {
-            node_id: b.id.0,
-            host: b.host.clone(),
-            port: i32::from(b.port),
-            rack: b.rack.clone(),
+        .map(|b| {
+            let (host, port) = endpoint(shard, b, listener);
+            BrokerEntry {
+                node_id: b.id.0,
+                host,
+                port: i32::from(port),
+                rack: b.rack.clone(),
+            }
         })
         .collect()
 }
@@ -88,7 +107,14 @@ pub async fn auto_create(shard: &Rc<BrokerShard>, name: &str) -> Result<(), Admi
     }
 }
 
-pub async fn metadata(shard: &Rc<BrokerShard>, req: &MetadataRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
+pub async fn metadata(
+    shard: &Rc<BrokerShard>,
+    req: &MetadataRequest,
+    listener: ListenerIndex,
+    v: i16,
+    flexible: bool,
+    b: &mut ResponseBuilder,
+) {
     let mut meta = shard.meta();
     let mut topics = Vec::new();
     let mut created = 0usize;
@@ -134,7 +160,7 @@ pub async fn metadata(shard: &Rc<BrokerShard>, req: &MetadataRequest, v: i16, fl
         }
     }
     MetadataResponse {
-        brokers: brokers(&meta),
+        brokers: brokers(shard, &meta, listener),
         cluster_id: Some(meta.cluster_id.clone()),
         controller_id: meta.controller.0,
         topics,
@@ -144,12 +170,18 @@ pub async fn metadata(shard: &Rc<BrokerShard>, req: &MetadataRequest, v: i16, fl
     .encode(&mut b.w, v, flexible);
 }
 
-pub fn describe_cluster(shard: &Rc<BrokerShard>, v: i16, include_authorized_operations: bool, b: &mut ResponseBuilder) {
+pub fn describe_cluster(
+    shard: &Rc<BrokerShard>,
+    listener: ListenerIndex,
+    v: i16,
+    include_authorized_operations: bool,
+    b: &mut ResponseBuilder,
+) {
     let meta = shard.meta();
     let description = describe_cluster::ClusterDescription {
         cluster_id: &meta.cluster_id,
         controller_id: meta.controller.0,
-        brokers: &brokers(&meta),
+        brokers: &brokers(shard, &meta, listener),
         authorized_operations: ops::if_asked(include_authorized_operations, ops::CLUSTER),
     };
     describe_cluster::encode_response(&mut b.w, v, &description);

@@ -54,18 +54,35 @@ pub fn api_versions_unsupported(header: &RequestHeader) -> Reply {
 }
 
 pub async fn handle(shard: &Rc<BrokerShard>, req: Request) -> Reply {
-    handle_from(shard, req, None, Turn::unordered()).await
+    let caller = Caller {
+        peer: None,
+        listener: ListenerIndex::PRIMARY,
+    };
+    handle_from(shard, req, caller, Turn::unordered()).await
 }
 
-/// Answers `req`, which came from `peer` (the address DescribeGroups shows
-/// for group members), in its connection's `turn`. The request's duration
-/// counts from its start, after the writes before it took effect.
-pub async fn handle_from(
-    shard: &Rc<BrokerShard>,
-    req: Request,
-    peer: Option<std::net::SocketAddr>,
-    turn: Turn,
-) -> Reply {
+/// Which of the broker's listeners a connection came in on: 0 is the
+/// primary (`listen`), `i` the `i`-th of `extra_listeners`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenerIndex(pub usize);
+
+impl ListenerIndex {
+    pub const PRIMARY: ListenerIndex = ListenerIndex(0);
+}
+
+/// Who sent a request: the peer's address (what DescribeGroups shows for
+/// group members) and the listener it came in on (whose addresses
+/// Metadata and FindCoordinator answer with).
+#[derive(Clone, Copy, Debug)]
+pub struct Caller {
+    pub peer: Option<std::net::SocketAddr>,
+    pub listener: ListenerIndex,
+}
+
+/// Answers `req`, which came from `caller`, in its connection's `turn`.
+/// The request's duration counts from its start, after the writes before
+/// it took effect.
+pub async fn handle_from(shard: &Rc<BrokerShard>, req: Request, caller: Caller, turn: Turn) -> Reply {
     let api = req.api;
     let effect = turn.start().await;
     if !matches!(
@@ -76,7 +93,7 @@ pub async fn handle_from(
         shard.first_metadata().await;
     }
     let start = std::time::Instant::now();
-    let reply = dispatch(shard, req, peer, effect).await;
+    let reply = dispatch(shard, req, caller, effect).await;
     crate::metrics::request(api, start.elapsed().as_secs_f64());
     reply
 }
@@ -86,22 +103,17 @@ pub async fn handle_from(
 /// future is ~4.5 KiB, and a spawn copies the whole task state).
 /// A write's `effect` is marked when the handler returns, unless the
 /// handler marks it sooner (produce, once its appends have their places).
-async fn dispatch(
-    shard: &Rc<BrokerShard>,
-    req: Request,
-    peer: Option<std::net::SocketAddr>,
-    mut effect: Effect,
-) -> Reply {
+async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: Caller, mut effect: Effect) -> Reply {
     let v = req.version();
     let flexible = req.flexible;
     let mut b = ResponseBuilder::new();
     write_response_header(&mut b.w, req.header.correlation_id, req.api, flexible);
     match req.body {
         RequestBody::ApiVersions(_) => api_versions::encode_response(&mut b.w, v, ErrorCode::None),
-        RequestBody::Metadata(m) => Box::pin(metadata::metadata(shard, &m, v, flexible, &mut b)).await,
+        RequestBody::Metadata(m) => Box::pin(metadata::metadata(shard, &m, caller.listener, v, flexible, &mut b)).await,
         RequestBody::DescribeCluster {
             include_cluster_authorized_operations,
-        } => metadata::describe_cluster(shard, v, include_cluster_authorized_operations, &mut b),
+        } => metadata::describe_cluster(shard, caller.listener, v, include_cluster_authorized_operations, &mut b),
         RequestBody::Produce(p) => {
             if p.acks == 0 {
                 // No answer, as asked; on an error the connection is closed
@@ -133,10 +145,13 @@ async fn dispatch(
         }
         RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, e, v, &mut b)).await,
         RequestBody::InitProducerId(i) => Box::pin(groups::init_producer_id(shard, i, v, &mut b)).await,
-        RequestBody::FindCoordinator(f) => Box::pin(groups::find_coordinator(shard, f, v, &mut b)).await,
+        RequestBody::FindCoordinator(f) => {
+            Box::pin(groups::find_coordinator(shard, f, caller.listener, v, &mut b)).await
+        }
         RequestBody::JoinGroup(j) => {
             let client_id = req.header.client_id.clone().unwrap_or_default();
-            let host = peer
+            let host = caller
+                .peer
                 .map(|p| format!("/{}", p.ip()))
                 .unwrap_or_else(|| "/unknown".into());
             Box::pin(groups::join_group(shard, j, client_id, host, v, &mut b)).await

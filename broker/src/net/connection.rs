@@ -22,16 +22,20 @@ use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
-use crate::handlers::{self, Reply};
+use crate::handlers::{self, Caller, ListenerIndex, Reply};
 use crate::shard::BrokerShard;
 use ferrite_protocol::request::{decode_frame, Decoded};
 use ferrite_protocol::response::Chunk;
 use ferrite_transport::direct_read::{DirectReads, SendPath};
 use ferrite_transport::sequence::{Ordering, Sequencer};
-use ferrite_transport::{gather, recv, sendfile};
+use ferrite_transport::{gather, recv, sendfile, tls};
 
 /// api_key + api_version + correlation_id.
 const REQUEST_HEADER_BYTES_MIN: usize = 8;
+/// A TLS record's first byte when it carries a handshake (its second is
+/// the major version, 3): a frame "size" starting so is a TLS client on a
+/// plaintext listener (it would be over 369 MB, past any limit).
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 /// A read takes at most this much of a frame, and a frame's buffer starts
 /// at most this large.
 const FRAME_READ_BYTES_MAX: usize = 256 << 10;
@@ -49,15 +53,13 @@ struct SizeCarry {
     len: usize,
 }
 
-/// Reads one frame from `r`, socket `sock`; `Ok(None)` at a clean end of
-/// stream. The frame starts with the bytes in `carry`, and its last read
-/// leaves the next frame's first bytes there.
-async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
+/// The next frame's size, checked against `max`, from the bytes in
+/// `carry` and then `r`; `Ok(None)` at a clean end of stream.
+async fn read_size<R: futures_lite::AsyncRead + Unpin>(
     r: &mut R,
-    sock: RawFd,
     max: usize,
     carry: &mut SizeCarry,
-) -> std::io::Result<Option<BytesMut>> {
+) -> std::io::Result<Option<usize>> {
     let mut size = carry.bytes;
     let mut got = std::mem::take(&mut carry.len);
     while got < 4 {
@@ -70,6 +72,12 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
         }
         got += n;
     }
+    if size[0] == TLS_HANDSHAKE_RECORD && size[1] == 3 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a TLS handshake on a PLAINTEXT listener (is the client set to SSL for this port?)",
+        ));
+    }
     let size = i32::from_be_bytes(size);
     if size < REQUEST_HEADER_BYTES_MIN as i32 || size as usize > max {
         return Err(std::io::Error::new(
@@ -77,16 +85,31 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
             format!("frame size {size} outside [{REQUEST_HEADER_BYTES_MIN}, {max}]"),
         ));
     }
-    let size = size as usize;
+    Ok(Some(size as usize))
+}
+
+/// Reads one frame from `r`; `Ok(None)` at a clean end of stream. On a
+/// plaintext connection (`raw`: its socket) bytes already queued are
+/// taken off the socket directly. The frame starts with the bytes in
+/// `carry`, and its last read leaves the next frame's first bytes there.
+async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
+    r: &mut R,
+    raw: Option<RawFd>,
+    max: usize,
+    carry: &mut SizeCarry,
+) -> std::io::Result<Option<BytesMut>> {
+    let Some(size) = read_size(r, max, carry).await? else {
+        return Ok(None);
+    };
     let mut frame = BytesMut::new();
     while frame.len() < size {
         let start = frame.len();
         if frame.capacity() == start {
             // Only a frame larger than the first allocation asks how much
             // is queued (one ioctl); a smaller one is allocated whole.
-            let queued = match size > FRAME_READ_BYTES_MAX {
-                true => recv::queued_bytes(sock),
-                false => 0,
+            let queued = match (raw, size > FRAME_READ_BYTES_MAX) {
+                (Some(sock), true) => recv::queued_bytes(sock),
+                _ => 0,
             };
             let capacity = frame_capacity(size, start, queued);
             assert!(capacity > start, "a frame's buffer must grow while bytes are missing");
@@ -99,9 +122,10 @@ async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
         // Bytes already queued go straight into the spare capacity (the
         // frame's last ones with the next frame's size behind them); only
         // an empty socket costs a zeroed chunk and an async read.
-        let ready = match start + want == size {
-            true => recv::recv_ready_then(sock, &mut frame, want, &mut carry.bytes),
-            false => recv::recv_ready(sock, &mut frame, want).map(|got| got.map(|n| (n, 0))),
+        let ready = match (raw, start + want == size) {
+            (None, _) => None,
+            (Some(sock), true) => recv::recv_ready_then(sock, &mut frame, want, &mut carry.bytes),
+            (Some(sock), false) => recv::recv_ready(sock, &mut frame, want).map(|got| got.map(|n| (n, 0))),
         };
         match ready {
             Some(Ok((0, _))) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
@@ -142,13 +166,34 @@ fn frame_capacity(size: usize, len: usize, queued: usize) -> usize {
 /// connection at once; one send then wakes the client once.
 const REPLIES_GATHERED_MAX: usize = 16;
 
+/// Sends `bufs` in order: on a plaintext connection (`raw`: its socket) in
+/// gathered sends; through a TLS session copied together first, so that
+/// the session makes full records rather than one per buffer.
+async fn send_all<W: futures_lite::AsyncWrite + Unpin>(
+    w: &mut W,
+    raw: Option<i32>,
+    bufs: &[&[u8]],
+) -> std::io::Result<()> {
+    match raw {
+        Some(sock) => gather::send_all(w, sock, bufs).await,
+        None => {
+            let mut joined = Vec::with_capacity(bufs.iter().map(|b| b.len()).sum());
+            for b in bufs {
+                joined.extend_from_slice(b);
+            }
+            w.write_all(&joined).await
+        }
+    }
+}
+
 /// Writes `replies` in order: their in-memory chunks gathered into as few
-/// sends as possible, a file region by sendfile or read directly
-/// (`direct_read.rs`). A `Reply::Close` ends the
-/// connection after the replies before it are written.
+/// sends as possible; on a plaintext connection (`raw`: its socket) a file
+/// region by sendfile or read directly (`direct_read.rs`), through a TLS
+/// session read into memory and encrypted (`tls.rs`). A `Reply::Close`
+/// ends the connection after the replies before it are written.
 async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
     w: &mut W,
-    sock: i32,
+    raw: Option<i32>,
     replies: &[Reply],
 ) -> std::io::Result<()> {
     let mut prefixes = Vec::with_capacity(replies.len());
@@ -166,7 +211,7 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
         let chunks = match reply {
             Reply::Nothing => continue,
             Reply::Close => {
-                gather::send_all(w, sock, &gathered).await?;
+                send_all(w, raw, &gathered).await?;
                 w.flush().await?;
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::ConnectionAborted,
@@ -175,14 +220,21 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
             }
             Reply::Response { chunks, .. } => chunks,
         };
-        let mut reads = DirectReads::start(chunks).await;
+        let mut reads = match raw {
+            Some(_) => DirectReads::start(chunks).await,
+            None => DirectReads::none(),
+        };
         gathered.push(prefix);
         for (i, c) in chunks.iter().enumerate() {
             match c {
                 Chunk::Bytes(b) => gathered.push(b),
                 Chunk::File(f) => {
-                    gather::send_all(w, sock, &gathered).await?;
+                    send_all(w, raw, &gathered).await?;
                     gathered.clear();
+                    let Some(sock) = raw else {
+                        tls::send_region(w, f).await?;
+                        continue;
+                    };
                     if reads.is_direct(i) {
                         reads.send(w, sock, f).await?;
                     } else if f.path == SendPath::Inline {
@@ -197,7 +249,7 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
             }
         }
     }
-    gather::send_all(w, sock, &gathered).await?;
+    send_all(w, raw, &gathered).await?;
     w.flush().await
 }
 
@@ -207,7 +259,7 @@ async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
 /// request is answered, or on a failed write.
 async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
     mut w: W,
-    sock: i32,
+    (sock, raw): (i32, Option<i32>),
     rx: async_channel::Receiver<glommio::Task<Reply>>,
 ) {
     let mut waiting: Option<glommio::Task<Reply>> = None;
@@ -231,7 +283,7 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
                 }
             }
         }
-        if let Err(e) = write_replies(&mut w, sock, &replies).await {
+        if let Err(e) = write_replies(&mut w, raw, &replies).await {
             tracing::debug!(error = %e, "closing connection after a failed or refused write");
             // Wake the reader too: it must not wait for more requests.
             // SAFETY: shutdown(2) on the connection's own socket.
@@ -242,7 +294,9 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
     }
 }
 
-pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
+/// Serves a connection accepted on `listener`: plaintext, or after its
+/// TLS handshake (`tls`).
+pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream, listener: ListenerIndex, tls: Option<tls::Acceptor>) {
     let peer = stream.peer_addr().ok();
     tracing::debug!(?peer, shard = %shard.id, "connection opened");
     if let Err(e) = stream.set_nodelay(true) {
@@ -258,10 +312,29 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     if let Err(e) = sendfile::set_nonblocking(sock) {
         tracing::warn!(error = %e, "O_NONBLOCK");
     }
+    let caller = Caller { peer, listener };
+    match tls {
+        None => serve_frames(shard, stream, (sock, Some(sock)), caller).await,
+        Some(acceptor) => match acceptor.handshake(stream).await {
+            Ok(session) => serve_frames(shard, session, (sock, None), caller).await,
+            Err(e) => tracing::info!(?peer, error = %e, "TLS handshake failed; connection closed"),
+        },
+    }
+    tracing::debug!(?peer, "connection closed");
+}
+
+/// Reads frames off `stream` and answers them, in order, until the client
+/// or the broker ends it. `sock`: the socket; `raw`: the same, when bytes
+/// may go to and from it directly (plaintext), `None` under TLS.
+async fn serve_frames<S>(shard: Rc<BrokerShard>, stream: S, (sock, raw): (RawFd, Option<RawFd>), caller: Caller)
+where
+    S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + 'static,
+{
+    let peer = caller.peer;
     let (mut rd, wr) = futures_lite::io::split(stream);
     let inflight_max = shard.config.connection_requests_inflight_max.max(1);
     let (tx, rx) = async_channel::bounded::<glommio::Task<Reply>>(inflight_max);
-    let writer = glommio::spawn_local(write_loop(wr, sock, rx));
+    let writer = glommio::spawn_local(write_loop(wr, (sock, raw), rx));
     let max = shard.config.socket_request_max_bytes;
     let mut carry = SizeCarry::default();
     let mut sequencer = Sequencer::default();
@@ -271,7 +344,7 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
             break;
         }
         let next = futures_lite::future::or(
-            async { Next::Frame(read_frame(&mut rd, sock, max, &mut carry).await) },
+            async { Next::Frame(read_frame(&mut rd, raw, max, &mut carry).await) },
             async {
                 shard.stop_signal.changed_since(seen).await;
                 Next::Stop
@@ -291,7 +364,7 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
             Ok(Decoded::Request(req)) => {
                 let shard = shard.clone();
                 let turn = sequencer.turn(Ordering::of(req.api));
-                glommio::spawn_local(async move { handlers::handle_from(&shard, *req, peer, turn).await })
+                glommio::spawn_local(async move { handlers::handle_from(&shard, *req, caller, turn).await })
             }
             Ok(Decoded::ApiVersionsUnsupported(header)) => {
                 let reply = handlers::api_versions_unsupported(&header);
@@ -309,7 +382,6 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream) {
     // Answer what was already accepted, then close.
     drop(tx);
     writer.await;
-    tracing::debug!(?peer, "connection closed");
 }
 
 #[cfg(test)]
@@ -367,7 +439,7 @@ mod tests {
                     carry.bytes[..carried].copy_from_slice(&wire[..carried]);
                     carry.len = carried;
                     for body in &bodies {
-                        let frame = read_frame(&mut server, sock, 1 << 20, &mut carry)
+                        let frame = read_frame(&mut server, Some(sock), 1 << 20, &mut carry)
                             .await
                             .expect("read")
                             .expect("a frame");
@@ -380,7 +452,7 @@ mod tests {
                         assert!(frame[..] == body[..], "carried {carried}: the bytes differ");
                     }
                     assert!(
-                        read_frame(&mut server, sock, 1 << 20, &mut carry)
+                        read_frame(&mut server, Some(sock), 1 << 20, &mut carry)
                             .await
                             .expect("end")
                             .is_none(),

@@ -81,8 +81,9 @@ impl Broker {
             .arg(self.data_dir())
             .arg("--shards")
             .arg("2");
+        // `{PORT}` in an override is the broker's (primary) port.
         for o in &self.overrides {
-            cmd.arg("--override").arg(o);
+            cmd.arg("--override").arg(o.replace("{PORT}", &self.port.to_string()));
         }
         let child = cmd.stdout(Stdio::null()).stderr(log).spawn().expect("spawn ferrite");
         self.child = Some(child);
