@@ -49,7 +49,23 @@ def write(target: str, name: str, data: bytes) -> None:
         f.write(data)
 
 
+def request(key: int, version: int, body: bytes, flexible: bool) -> bytes:
+    """A request frame without its size: header v1, or v2 (tagged fields) when flexible."""
+    head = struct.pack(">hhih", key, version, 1, 4) + b"fuzz"
+    return head + (b"\x00" if flexible else b"") + body
+
+
+def compact(b: bytes) -> bytes:
+    return bytes([len(b) + 1]) + b
+
+
 def main() -> None:
+    handshake = struct.pack(">h", 13) + b"SCRAM-SHA-512"
+    write("request_frame", "sasl_handshake_v1", request(17, 1, handshake, False))
+    token = compact(b"n,,n=alice,r=abc") + b"\x00"
+    write("request_frame", "sasl_authenticate_v2", request(36, 2, token, True))
+    upsertion = compact(b"alice") + b"\x02" + struct.pack(">i", 4096) + compact(b"salt") + compact(b"\x07" * 32) + b"\x00"
+    write("request_frame", "alter_user_scram_v0", request(51, 0, b"\x01\x02" + upsertion + b"\x00", True))
     write("batch_header", "one_record", batch(0, [b"hello"]))
     write("batch_header", "three_records", batch(7, [b"a", b"bb", b"ccc"]))
     segment = b"".join(batch(i * 3, [b"x" * 40] * 3) for i in range(4))

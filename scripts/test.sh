@@ -25,6 +25,8 @@ command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 # ...and steps the brokers' wall clocks with libfaketime (`skew-clocks`).
 [ -f "/usr/lib/$(uname -m)-linux-gnu/faketime/libfaketimeMT.so.1" ] || missing+=(faketime)
+# The TLS tests hold a TLS 1.2-only client against a TLS 1.3-only listener.
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

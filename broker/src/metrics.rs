@@ -16,6 +16,7 @@
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
 //! | `ferrite_partition_high_watermark`, `ferrite_partition_leader`, `ferrite_partition_isr_size` | gauge | topic, partition (cluster) |
+//! | `ferrite_sasl_authentications_total` | counter | mechanism (`none` before a handshake), outcome — `ok`, `failed`, `timed_out` |
 //! | `ferrite_wall_clock_steps_total` | counter | — (the wall clock stepped a second or more against the monotonic one; `clock_watch.rs`) |
 //! | `ferrite_fetch_file_sent_bytes_total`, `ferrite_fetch_read_ahead_bytes_total`, `ferrite_tls_handshakes_total` | counter | path, outcome, outcome (`ferrite-transport`'s `metrics.rs`) |
 //!
@@ -146,6 +147,12 @@ pub fn fetched(topic: &str, bytes: u64) {
     if bytes > 0 {
         with_topic(topic, |h| h.bytes_out.increment(bytes));
     }
+}
+
+/// A SASL authentication ended.
+pub fn sasl_authentication(mechanism: &'static str, outcome: &'static str) {
+    metrics::counter!("ferrite_sasl_authentications_total", "mechanism" => mechanism, "outcome" => outcome)
+        .increment(1);
 }
 
 pub fn cross_shard_call() {

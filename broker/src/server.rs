@@ -142,6 +142,7 @@ impl Server {
                     brokers: vec![broker],
                     topics: Default::default(),
                     broker_configs: Default::default(),
+                    scram_credentials: Default::default(),
                 };
                 (Arc::new(meta), None, Some(shared))
             }

@@ -1,12 +1,14 @@
 //! The `ferrite` administration commands, in the shape of Kafka's tools:
 //! `topics` (`kafka-topics.sh`), `configs` (`kafka-configs.sh`), `groups`
-//! (`kafka-consumer-groups.sh`), `leaders` (`kafka-leader-election.sh`) and
-//! `partitions` (`kafka-reassign-partitions.sh --zookeeper`). Each is a clap
+//! (`kafka-consumer-groups.sh`), `leaders` (`kafka-leader-election.sh`),
+//! `partitions` (`kafka-reassign-partitions.sh --zookeeper`) and `users`
+//! (`kafka-configs.sh --entity-type users`: SCRAM credentials). Each is a clap
 //! subcommand and a `run` function over the client; the `ferrite` binary
 //! (in `ferrite-broker`) parses them and runs them.
 //!
-//! Depends on: `ferrite-ids`, `ferrite-protocol`, `ferrite-client`, and
-//! `ferrite-controller` for its ZooKeeper store (`partitions`). It must not
+//! Depends on: `ferrite-ids`, `ferrite-protocol`, `ferrite-client`,
+//! `ferrite-security` (salting a password) and `ferrite-controller` for
+//! its ZooKeeper store (`partitions`). It must not
 //! depend on the broker.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -15,6 +17,7 @@ pub mod cluster;
 pub mod configs;
 pub mod groups;
 pub mod topics;
+pub mod users;
 
 use clap::Subcommand;
 
@@ -53,6 +56,14 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: cluster::LeadersCommand,
     },
+    /// SCRAM users of SASL listeners: add, list, remove (over the Kafka protocol).
+    Users {
+        /// A broker to talk to (may also follow the subcommand).
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(subcommand)]
+        command: users::UsersCommand,
+    },
     /// Partition reassignment in a cluster (through ZooKeeper).
     Partitions {
         #[command(subcommand)]
@@ -76,6 +87,9 @@ impl AdminCommand {
             }
             AdminCommand::Leaders { bootstrap, command } => {
                 cluster::run_leaders(&bootstrap, command, out).map_err(|e| format!("leaders: {e}"))
+            }
+            AdminCommand::Users { bootstrap, command } => {
+                users::run(&bootstrap, command, out).map_err(|e| format!("users: {e}"))
             }
             AdminCommand::Partitions { command } => {
                 cluster::run_partitions(command, out).map_err(|e| format!("partitions: {e}"))

@@ -140,6 +140,25 @@ impl Connection {
         self.recv()
     }
 
+    /// A call at a flexible version: request header v2, response header v1
+    /// (each with its tagged fields).
+    pub fn call_flexible(
+        &mut self,
+        api_key: i16,
+        version: i16,
+        body: impl FnOnce(&mut Writer),
+    ) -> Result<Reader, ClientError> {
+        self.correlation = self.correlation.wrapping_add(1);
+        let mut w = Writer::new();
+        body(&mut w);
+        let f = codec::frame_v2(api_key, version, self.correlation, &self.client_id, w.as_slice());
+        self.stream.get_mut().write_all(&f).map_err(|e| self.io(e))?;
+        self.awaiting.push_back(self.correlation);
+        let mut r = self.recv()?;
+        r.skip_tagged_fields()?;
+        Ok(r)
+    }
+
     pub fn inflight(&self) -> usize {
         self.awaiting.len()
     }

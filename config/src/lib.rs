@@ -15,6 +15,7 @@
 
 pub mod defs;
 pub mod listeners;
+pub mod sasl;
 pub mod ssl;
 
 use std::collections::BTreeMap;
@@ -51,6 +52,8 @@ pub struct BrokerConfig {
     /// The `ssl.*` settings as given, and the keystore they name when a
     /// listener is SSL.
     pub ssl: ssl::SslSettings,
+    /// The `sasl.*` settings of SASL listeners.
+    pub sasl: sasl::SaslSettings,
     pub keystore: Option<ssl::Keystore>,
     pub log_dir: PathBuf,
     pub num_partitions: i32,
@@ -203,6 +206,7 @@ impl Default for BrokerConfig {
             listener_protocol: listeners::SecurityProtocol::Plaintext,
             extra_listeners: Vec::new(),
             ssl: ssl::SslSettings::default(),
+            sasl: sasl::SaslSettings::default(),
             keystore: None,
             log_dir: PathBuf::from("./ferrite-data"),
             num_partitions: 1,
@@ -253,10 +257,21 @@ pub enum ConfigError {
 /// and `!` comments, blank lines.
 pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
+    let mut lines = text.lines().enumerate();
+    while let Some((i, line)) = lines.next() {
+        let mut line = line.trim().to_string();
         if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
             continue;
+        }
+        // As Java's Properties: a line ending in an odd number of
+        // backslashes goes on, without its leading blanks, on the next
+        // (a PEM certificate given inline spans lines so).
+        while line.chars().rev().take_while(|c| *c == '\\').count() % 2 == 1 {
+            line.pop();
+            match lines.next() {
+                Some((_, next)) => line.push_str(next.trim_start()),
+                None => break,
+            }
         }
         let Some(at) = line.find(['=', ':']) else {
             return Err(ConfigError::Syntax { line: i + 1 });
@@ -318,7 +333,12 @@ impl BrokerConfig {
         }
         let ssl_served = std::iter::once(self.listener_protocol)
             .chain(self.extra_listeners.iter().map(|l| l.protocol))
-            .any(|p| p == listeners::SecurityProtocol::Ssl);
+            .any(|p| {
+                matches!(
+                    p,
+                    listeners::SecurityProtocol::Ssl | listeners::SecurityProtocol::SaslSsl
+                )
+            });
         self.keystore = match ssl_served {
             true => Some(self.ssl.checked()?),
             false => None,
@@ -347,7 +367,7 @@ impl BrokerConfig {
         for (k, v) in pairs {
             self.given.insert(k.clone(), v.clone());
             let (k, v) = (k.as_str(), v.as_str());
-            if self.listener_settings.set(k, v)? || self.ssl.set(k, v)? {
+            if self.listener_settings.set(k, v)? || self.ssl.set(k, v)? || self.sasl.set(k, v)? {
                 continue;
             }
             match k {
@@ -594,6 +614,20 @@ mod tests {
         assert_eq!(apply("8388608").unwrap(), 8 << 20);
         assert!(apply("4096").is_err());
         assert!(apply("2147483648").is_err());
+    }
+
+    #[test]
+    fn a_line_ending_in_a_backslash_goes_on_as_in_java_properties() {
+        let text = "a=one \\\n   two\\\n three\nb=c:\\\\\n# d=e\n";
+        let pairs = parse_properties(text).unwrap();
+        assert_eq!(
+            pairs,
+            vec![
+                ("a".to_string(), "one twothree".to_string()),
+                ("b".into(), "c:\\\\".into())
+            ],
+            "an even run of backslashes ends the line"
+        );
     }
 
     #[test]

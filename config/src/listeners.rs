@@ -1,17 +1,17 @@
 //! The listener settings as Kafka reads them — `listeners`,
 //! `advertised.listeners`, `listener.security.protocol.map`,
 //! `inter.broker.listener.name`, `security.inter.broker.protocol` — and
-//! what Ferrite serves of them today: PLAINTEXT and SSL listeners, several
-//! of them on a standalone broker, one PLAINTEXT listener in a cluster.
+//! what Ferrite serves of them today: PLAINTEXT, SSL, SASL_PLAINTEXT and
+//! SASL_SSL listeners, several of them on a standalone broker; one
+//! PLAINTEXT listener in a cluster.
 //!
 //! A listener is `NAME://host:port`; its security protocol is what the
 //! map gives its name, or the name itself when that is a protocol's
-//! (`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`). Until SASL is built
-//! (issue #21), a SASL listener is refused when the broker starts, and so
-//! are several listeners or an SSL one in a cluster (the brokers' own
+//! (`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`). Several listeners,
+//! or a secured one, are refused in a cluster (the brokers' own
 //! connections, and the other brokers' addresses per listener, are
-//! PLAINTEXT-only so far): serving a port as something other than it says,
-//! or not at all, would be the silent surprise.
+//! PLAINTEXT-only so far, issue #21): serving a port as something other
+//! than it says, or not at all, would be the silent surprise.
 //!
 //! The first listener served (the *primary*) is the inter-broker one:
 //! `inter.broker.listener.name`, else the first listener of
@@ -173,16 +173,6 @@ impl Listeners {
         let mut served = Vec::with_capacity(listeners.len());
         for l in listeners {
             let protocol = self.protocol_of(&l.name)?;
-            if matches!(protocol, SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl) {
-                return Err(invalid(
-                    "listeners",
-                    &format!("{}://{}:{}", l.name, l.host, l.port),
-                    format!(
-                        "security protocol {} is not built yet (issue #21); PLAINTEXT and SSL listeners are served",
-                        protocol.name()
-                    ),
-                ));
-            }
             served.push(self.serve(l, protocol)?);
         }
         if let Some(a) = &self.advertised {
@@ -192,6 +182,21 @@ impl Listeners {
                     "advertised.listeners",
                     &other.name,
                     format!("not a listener of this broker (it has {})", names.join(",")),
+                ));
+            }
+        }
+        for (i, a) in served.iter().enumerate() {
+            if let Some(b) = served[..i].iter().find(|b| b.listen_port == a.listen_port) {
+                return Err(invalid(
+                    "listeners",
+                    &format!("{},{}", b.name, a.name),
+                    format!(
+                        "two listeners on port {}: each listener needs a port of its own (one port cannot be both {} \
+                         and {})",
+                        a.listen_port,
+                        b.protocol.name(),
+                        a.protocol.name()
+                    ),
                 ));
             }
         }
@@ -232,9 +237,18 @@ impl Listeners {
         })
     }
 
+    /// A listener's protocol: from the map when one is given (as in Kafka,
+    /// a given map replaces the default one, where each protocol's name
+    /// maps to itself), else the name's own.
     fn protocol_of(&self, name: &str) -> Result<SecurityProtocol, ConfigError> {
-        if let Some(p) = self.protocol_map.as_ref().and_then(|m| m.get(name)) {
-            return Ok(*p);
+        if let Some(map) = &self.protocol_map {
+            return map.get(name).copied().ok_or_else(|| {
+                invalid(
+                    "listener.security.protocol.map",
+                    name,
+                    format!("listener {name} is not in the map: add {name}:<PROTOCOL>"),
+                )
+            });
         }
         SecurityProtocol::parse(name).ok_or_else(|| {
             invalid(
@@ -259,7 +273,7 @@ impl Listeners {
             });
         }
         let protocol = self.inter_broker_protocol.unwrap_or(SecurityProtocol::Plaintext);
-        if protocol != SecurityProtocol::Plaintext {
+        if protocol != SecurityProtocol::Plaintext && deployment == Deployment::Cluster {
             return Err(invalid(
                 "security.inter.broker.protocol",
                 protocol.name(),
@@ -478,6 +492,17 @@ mod tests {
         .expect("served");
         let names: Vec<&str> = named.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["C", "A", "B"], "the named one first, the others in their order");
+        let sasl = served(&[
+            ("listeners", "SASL_SSL://:9094,SSL://:9093"),
+            ("security.inter.broker.protocol", "SSL"),
+        ])
+        .expect("served");
+        let names: Vec<&str> = sasl.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["SSL", "SASL_SSL"],
+            "standalone: the first listener of the inter-broker protocol"
+        );
         let only_ssl = served(&[("listeners", "SSL://127.0.0.1:9093")]).expect("served");
         assert_eq!(only_ssl, vec![at("SSL", ("127.0.0.1", 9093), ("127.0.0.1", 9093))]);
     }
@@ -488,13 +513,16 @@ mod tests {
             let e = served(pairs).expect_err("refused");
             assert!(e.contains(why), "{e}");
         };
-        refused(&[("listeners", "SASL_SSL://0.0.0.0:9093")], "SASL_SSL is not built yet");
+        refused(
+            &[("listeners", "PLAINTEXT://:9093,SSL://127.0.0.1:9093")],
+            "two listeners on port 9093",
+        );
         refused(
             &[
-                ("listeners", "EXTERNAL://0.0.0.0:9093"),
-                ("listener.security.protocol.map", "EXTERNAL:SASL_PLAINTEXT"),
+                ("listeners", "PLAINTEXT://:9092,EXTERNAL://:9093"),
+                ("listener.security.protocol.map", "EXTERNAL:SSL"),
             ],
-            "SASL_PLAINTEXT is not built yet",
+            "listener PLAINTEXT is not in the map",
         );
         refused(
             &[("listeners", "INTERNAL://:9092")],
@@ -506,13 +534,6 @@ mod tests {
                 ("inter.broker.listener.name", "REPLICATION"),
             ],
             "not a listener of this broker",
-        );
-        refused(
-            &[
-                ("listeners", "PLAINTEXT://:9092"),
-                ("security.inter.broker.protocol", "SSL"),
-            ],
-            "only PLAINTEXT",
         );
         refused(
             &[
@@ -545,7 +566,6 @@ mod tests {
         refused(&[("listeners", "PLAINTEXT://:9092,plaintext://:9093")], "named twice");
         refused(&[("listeners", "PLAINTEXT://host")], "expected NAME://host:port");
         refused(&[("listener.security.protocol.map", "A:TLS")], "expected PLAINTEXT");
-        refused(&[("security.inter.broker.protocol", "SASL_SSL")], "only PLAINTEXT");
         assert!(
             served(&[("security.inter.broker.protocol", "plaintext")]).is_ok(),
             "names are case-blind"
@@ -570,6 +590,14 @@ mod tests {
                 ("inter.broker.listener.name", "EXTERNAL"),
             ],
             "PLAINTEXT so far",
+        );
+        refused(&[("listeners", "SASL_SSL://h:9093")], "needs a PLAINTEXT listener");
+        refused(
+            &[
+                ("listeners", "PLAINTEXT://h:9092"),
+                ("security.inter.broker.protocol", "SSL"),
+            ],
+            "only PLAINTEXT",
         );
         assert!(served_as(&[("listeners", "PLAINTEXT://h:9092")], Deployment::Cluster).is_ok());
     }

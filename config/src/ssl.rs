@@ -68,7 +68,18 @@ pub struct SslSettings {
     pub truststore: Option<Pem>,
     pub client_auth: ClientAuth,
     pub enabled_protocols: Vec<TlsVersion>,
+    /// Settings given that an SSL listener could not honour: (key, value
+    /// as shown, why).
+    unservable: Vec<(String, String, &'static str)>,
 }
+
+const ONLY_PEM: &str =
+    "only PEM is read: convert the store (openssl pkcs12 -nodes, or keytool -importkeystore then openssl)";
+const ENCRYPTED_KEY: &str =
+    "encrypted private keys are not read yet: give the key unencrypted (openssl pkcs8 -nocrypt), readable by the \
+     broker only";
+const NO_STORE_PASSWORD: &str = "a PEM store has no password (as in Kafka)";
+const NO_CIPHER_SUITES: &str = "not read: the broker offers AES-GCM and ChaCha20-Poly1305 suites only; leave it unset";
 
 impl Default for SslSettings {
     fn default() -> SslSettings {
@@ -79,6 +90,7 @@ impl Default for SslSettings {
             truststore: None,
             client_auth: ClientAuth::None,
             enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            unservable: Vec::new(),
         }
     }
 }
@@ -87,26 +99,16 @@ impl SslSettings {
     /// Takes one `ssl.*` key (or refuses a listener-prefixed one); `false`
     /// if `key` is not one of them.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
-        if key.starts_with("listener.name.") && key.contains(".ssl.") {
+        if key.starts_with("listener.name.") {
             return Err(invalid(
                 key,
-                value,
-                "listener-prefixed SSL settings are not read yet: give the ssl.* key unprefixed (it applies to every \
-                 SSL listener)",
+                "(hidden)",
+                "listener-prefixed settings are not read yet: give the ssl.* or sasl.* key unprefixed (it applies to \
+                 every listener of its kind)",
             ));
         }
         let v = value.trim();
         match key {
-            "ssl.keystore.type" | "ssl.truststore.type" => {
-                if !v.eq_ignore_ascii_case("PEM") {
-                    return Err(invalid(
-                        key,
-                        value,
-                        "only PEM is read: convert the store (openssl pkcs12 -nodes, or keytool -importkeystore then \
-                         openssl)",
-                    ));
-                }
-            }
             "ssl.keystore.location" => self.keystore_location = Some(PathBuf::from(v)),
             "ssl.keystore.certificate.chain" => self.keystore_chain = Some(v.to_string()),
             "ssl.keystore.key" => self.keystore_key = Some(v.to_string()),
@@ -114,27 +116,28 @@ impl SslSettings {
             "ssl.truststore.certificates" => self.truststore = Some(Pem::Inline(v.to_string())),
             "ssl.client.auth" => self.client_auth = client_auth(key, value)?,
             "ssl.enabled.protocols" => self.enabled_protocols = protocols(key, value)?,
+            // Settings a served SSL listener could not honour: refused
+            // then (`checked`), not on a broker without one (a Kafka
+            // template often carries them).
+            "ssl.keystore.type" | "ssl.truststore.type" if !v.eq_ignore_ascii_case("PEM") => {
+                self.unservable.push((key.to_string(), v.to_string(), ONLY_PEM));
+            }
             "ssl.key.password" if !v.is_empty() => {
-                return Err(invalid(
-                    key,
-                    "(hidden)",
-                    "encrypted private keys are not read yet: give the key unencrypted (openssl pkcs8 -nocrypt), \
-                     readable by the broker only",
-                ))
+                self.unservable
+                    .push((key.to_string(), "(hidden)".into(), ENCRYPTED_KEY));
             }
             "ssl.keystore.password" | "ssl.truststore.password" if !v.is_empty() => {
-                return Err(invalid(key, "(hidden)", "a PEM store has no password (as in Kafka)"))
+                self.unservable
+                    .push((key.to_string(), "(hidden)".into(), NO_STORE_PASSWORD));
             }
             "ssl.cipher.suites" if !v.is_empty() => {
-                return Err(invalid(
-                    key,
-                    value,
-                    "not read: the broker offers AES-GCM and ChaCha20-Poly1305 suites only; leave it unset",
-                ))
+                self.unservable.push((key.to_string(), v.to_string(), NO_CIPHER_SUITES));
             }
             // Settings of a client's side, or of what the defaults already
             // are: nothing to do on a broker's listener.
-            "ssl.key.password"
+            "ssl.keystore.type"
+            | "ssl.truststore.type"
+            | "ssl.key.password"
             | "ssl.keystore.password"
             | "ssl.truststore.password"
             | "ssl.cipher.suites"
@@ -145,10 +148,14 @@ impl SslSettings {
         Ok(true)
     }
 
-    /// The keystore given, or why an SSL listener cannot be served: none,
-    /// half of an inline one, or both a file and an inline one; client
-    /// authentication with nothing to check certificates against.
+    /// The keystore given, or why an SSL listener cannot be served: a
+    /// setting it could not honour, no keystore, half of an inline one, or
+    /// both a file and an inline one; client authentication with nothing to
+    /// check certificates against.
     pub fn checked(&self) -> Result<Keystore, ConfigError> {
+        if let Some((key, value, why)) = self.unservable.first() {
+            return Err(invalid(key, value, *why));
+        }
         let keystore = match (&self.keystore_location, &self.keystore_chain, &self.keystore_key) {
             (Some(path), None, None) => Keystore::File(path.clone()),
             (None, Some(chain), Some(key)) => Keystore::Inline {
@@ -262,7 +269,10 @@ mod tests {
     #[test]
     fn what_would_be_silently_skipped_is_refused() {
         let refused = |k: &str, v: &str, why: &str| {
-            let e = settings(&[(k, v)]).expect_err(k);
+            let e = match settings(&[(k, v), ("ssl.keystore.location", "/k.pem")]) {
+                Err(e) => e,
+                Ok(s) => s.checked().expect_err(k).to_string(),
+            };
             assert!(e.contains(why), "{k}: {e}");
             assert!(!e.contains("secret"), "{k}: a password is not repeated: {e}");
         };
@@ -274,8 +284,15 @@ mod tests {
         refused("ssl.client.auth", "always", "expected required");
         refused("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256", "leave it unset");
         refused("listener.name.ssl.ssl.client.auth", "required", "not read yet");
+        refused(
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
+            "secret",
+            "not read yet",
+        );
         let s = settings(&[("ssl.enabled.protocols", "TLSv1.3, TLSv1.2"), ("ssl.key.password", "")]).unwrap();
         assert_eq!(s.enabled_protocols, [TlsVersion::Tls12, TlsVersion::Tls13]);
         assert!(!SslSettings::default().set("sasl.enabled.mechanisms", "PLAIN").unwrap());
+        let template = settings(&[("ssl.keystore.type", "JKS"), ("ssl.keystore.password", "secret")]);
+        assert!(template.is_ok(), "taken while no SSL listener is served");
     }
 }

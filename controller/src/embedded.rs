@@ -58,6 +58,7 @@ impl EmbeddedStore {
                 brokers: vec![broker],
                 topics: BTreeMap::new(),
                 broker_configs: BTreeMap::new(),
+                scram_credentials: BTreeMap::new(),
             },
             Err(e) => return Err(io("open metadata", &path, e)),
         };
@@ -207,6 +208,29 @@ impl EmbeddedStore {
             self.save()?;
         }
         Ok(configs)
+    }
+
+    /// Sets (`Some`) or deletes (`None`) SCRAM credentials, (user,
+    /// mechanism name, credential) each, all at once; the caller has
+    /// checked them.
+    pub fn alter_scram_credentials(&mut self, changes: &[(String, String, Option<String>)]) -> Result<()> {
+        for (user, mechanism, credential) in changes {
+            match credential {
+                Some(c) => {
+                    let user = self.meta.scram_credentials.entry(user.clone()).or_default();
+                    user.insert(mechanism.clone(), c.clone());
+                }
+                None => {
+                    if let Some(m) = self.meta.scram_credentials.get_mut(user) {
+                        m.remove(mechanism);
+                        if m.is_empty() {
+                            self.meta.scram_credentials.remove(user);
+                        }
+                    }
+                }
+            }
+        }
+        self.save()
     }
 
     /// Reserves the next block of producer ids (persisted before it is

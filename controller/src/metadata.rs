@@ -51,6 +51,12 @@ pub struct ClusterMeta {
     /// [`broker_config`](crate::broker_config)).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub broker_configs: crate::broker_config::BrokerConfigs,
+    /// SCRAM credentials by user, then by mechanism name, in Kafka's
+    /// stored form (`salt=…,stored_key=…,server_key=…,iterations=…`; see
+    /// `ferrite-security`'s `credential.rs`). Kept by a standalone broker;
+    /// a cluster keeps them in ZooKeeper (not built yet).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scram_credentials: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl TopicMeta {

@@ -34,6 +34,10 @@ pub enum ApiKey {
     ListGroups,
     DescribeGroups,
     DeleteGroups,
+    SaslHandshake,
+    SaslAuthenticate,
+    DescribeUserScramCredentials,
+    AlterUserScramCredentials,
 }
 
 /// One row of the ApiVersions answer.
@@ -266,6 +270,35 @@ pub const SUPPORTED: &[ApiSupport] = &[
         max: super::offset_for_leader_epoch::VERSION_MAX,
         flexible_from: super::offset_for_leader_epoch::FLEXIBLE_FROM,
     },
+    // Authentication on SASL listeners, and the SCRAM credentials behind it.
+    ApiSupport {
+        key: ApiKey::SaslHandshake,
+        code: super::sasl::HANDSHAKE_KEY,
+        min: super::sasl::HANDSHAKE_VERSION_MIN,
+        max: super::sasl::HANDSHAKE_VERSION_MAX,
+        flexible_from: super::sasl::HANDSHAKE_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::SaslAuthenticate,
+        code: super::sasl::AUTHENTICATE_KEY,
+        min: 0,
+        max: super::sasl::AUTHENTICATE_VERSION_MAX,
+        flexible_from: super::sasl::AUTHENTICATE_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeUserScramCredentials,
+        code: super::scram_credentials::DESCRIBE_KEY,
+        min: 0,
+        max: super::scram_credentials::VERSION_MAX,
+        flexible_from: super::scram_credentials::FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::AlterUserScramCredentials,
+        code: super::scram_credentials::ALTER_KEY,
+        min: 0,
+        max: super::scram_credentials::VERSION_MAX,
+        flexible_from: super::scram_credentials::FLEXIBLE_FROM,
+    },
 ];
 
 impl ApiKey {
@@ -314,6 +347,10 @@ impl ApiKey {
             ApiKey::ListGroups => "ListGroups",
             ApiKey::DescribeGroups => "DescribeGroups",
             ApiKey::DeleteGroups => "DeleteGroups",
+            ApiKey::SaslHandshake => "SaslHandshake",
+            ApiKey::SaslAuthenticate => "SaslAuthenticate",
+            ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
+            ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
         }
     }
 }

@@ -32,6 +32,8 @@ pub enum ErrorCode {
     RebalanceInProgress = 27,
     ClusterAuthorizationFailed = 31,
     InvalidTimestamp = 32,
+    UnsupportedSaslMechanism = 33,
+    IllegalSaslState = 34,
     UnsupportedVersion = 35,
     TopicAlreadyExists = 36,
     InvalidPartitions = 37,
@@ -44,6 +46,7 @@ pub enum ErrorCode {
     OutOfOrderSequenceNumber = 45,
     InvalidProducerEpoch = 47,
     KafkaStorageError = 56,
+    SaslAuthenticationFailed = 58,
     NonEmptyGroup = 68,
     GroupIdNotFound = 69,
     FetchSessionIdNotFound = 70,
@@ -58,6 +61,8 @@ pub enum ErrorCode {
     GroupSubscribedToTopic = 86,
     InvalidRecord = 87,
     ResourceNotFound = 91,
+    DuplicateResource = 92,
+    UnacceptableCredential = 93,
     UnknownTopicId = 100,
 }
 
@@ -108,6 +113,7 @@ pub fn name(code: i16) -> &'static str {
         45 => "OUT_OF_ORDER_SEQUENCE_NUMBER",
         47 => "INVALID_PRODUCER_EPOCH",
         56 => "KAFKA_STORAGE_ERROR",
+        58 => "SASL_AUTHENTICATION_FAILED",
         68 => "NON_EMPTY_GROUP",
         69 => "GROUP_ID_NOT_FOUND",
         70 => "FETCH_SESSION_ID_NOT_FOUND",

@@ -43,6 +43,8 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod request;
 pub mod response;
+pub mod sasl;
+pub mod scram_credentials;
 pub mod stop_replica;
 pub mod topic_partitions;
 pub mod topics_admin;

@@ -20,6 +20,8 @@ use super::list_offsets::ListOffsetsRequest;
 use super::metadata::MetadataRequest;
 use super::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use super::produce::ProduceRequest;
+use super::sasl::{SaslAuthenticateRequest, SaslHandshakeRequest};
+use super::scram_credentials::{AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest};
 use super::topics_admin::{CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest};
 use super::wire::{Reader, WireError};
 
@@ -45,6 +47,10 @@ pub enum RequestBody {
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     ElectLeaders(ElectLeadersRequest),
     InitProducerId(InitProducerIdRequest),
+    SaslHandshake(SaslHandshakeRequest),
+    SaslAuthenticate(SaslAuthenticateRequest),
+    DescribeUserScramCredentials(DescribeUserScramCredentialsRequest),
+    AlterUserScramCredentials(AlterUserScramCredentialsRequest),
     FindCoordinator(FindCoordinatorRequest),
     JoinGroup(JoinGroupRequest),
     Heartbeat(HeartbeatRequest),
@@ -149,5 +155,13 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::ListGroups => RequestBody::ListGroups(ListGroupsRequest::decode(r, v)?),
         ApiKey::DescribeGroups => RequestBody::DescribeGroups(DescribeGroupsRequest::decode(r, v)?),
         ApiKey::DeleteGroups => RequestBody::DeleteGroups(DeleteGroupsRequest::decode(r, v)?),
+        ApiKey::SaslHandshake => RequestBody::SaslHandshake(SaslHandshakeRequest::decode(r)?),
+        ApiKey::SaslAuthenticate => RequestBody::SaslAuthenticate(SaslAuthenticateRequest::decode(r, v)?),
+        ApiKey::DescribeUserScramCredentials => {
+            RequestBody::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::decode(r)?)
+        }
+        ApiKey::AlterUserScramCredentials => {
+            RequestBody::AlterUserScramCredentials(AlterUserScramCredentialsRequest::decode(r)?)
+        }
     })
 }

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 /// the benchmarks and of the fault suite.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("ferrite-ids", &[]),
+    // Who a client is: SASL mechanisms and SCRAM credentials, pure.
+    ("ferrite-security", &[]),
     ("ferrite-protocol", &["ferrite-ids"]),
     ("ferrite-client", &["ferrite-ids", "ferrite-protocol"]),
     ("ferrite-groups", &["ferrite-ids", "ferrite-protocol"]),
@@ -34,6 +36,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-groups",
             "ferrite-engine",
             "ferrite-controller",
+            "ferrite-security",
         ],
     ),
     // The administration commands: the client, and the controller's
@@ -45,6 +48,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-protocol",
             "ferrite-client",
             "ferrite-controller",
+            "ferrite-security",
         ],
     ),
     (
@@ -60,6 +64,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-controller",
             "ferrite-config",
             "ferrite-cli",
+            "ferrite-security",
         ],
     ),
     (

@@ -51,7 +51,8 @@ impl Ordering {
             | ApiKey::FindCoordinator
             | ApiKey::OffsetFetch
             | ApiKey::ListGroups
-            | ApiKey::DescribeGroups => Ordering::Read,
+            | ApiKey::DescribeGroups
+            | ApiKey::DescribeUserScramCredentials => Ordering::Read,
             ApiKey::Produce
             | ApiKey::CreateTopics
             | ApiKey::DeleteTopics
@@ -70,7 +71,10 @@ impl Ordering {
             | ApiKey::SyncGroup
             | ApiKey::OffsetCommit
             | ApiKey::OffsetDelete
-            | ApiKey::DeleteGroups => Ordering::Write,
+            | ApiKey::DeleteGroups
+            | ApiKey::SaslHandshake
+            | ApiKey::SaslAuthenticate
+            | ApiKey::AlterUserScramCredentials => Ordering::Write,
         }
     }
 }

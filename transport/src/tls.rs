@@ -81,7 +81,7 @@ impl Acceptor {
         #[allow(deprecated)]
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let chain = certificates(s.chain_pem, "certificate chain")?;
-        let key = PrivateKeyDer::from_pem_slice(s.key_pem).map_err(|e| TransportError::Pem {
+        let key = PrivateKeyDer::from_pem_slice(&pem_lines(s.key_pem)).map_err(|e| TransportError::Pem {
             what: "private key",
             reason: match e {
                 rustls_pki_types::pem::Error::NoItemsFound => {
@@ -173,7 +173,7 @@ pub enum Outcome {
 }
 
 fn certificates(pem: &[u8], what: &'static str) -> Result<Vec<CertificateDer<'static>>, TransportError> {
-    let certs = CertificateDer::pem_slice_iter(pem)
+    let certs = CertificateDer::pem_slice_iter(&pem_lines(pem))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TransportError::Pem {
             what,
@@ -182,10 +182,43 @@ fn certificates(pem: &[u8], what: &'static str) -> Result<Vec<CertificateDer<'st
     if certs.is_empty() {
         return Err(TransportError::Pem {
             what,
-            reason: "no CERTIFICATE section found".into(),
+            reason: "no CERTIFICATE section found (a JKS or PKCS12 store? only PEM is read)".into(),
         });
     }
     Ok(certs)
+}
+
+/// PEM text laid out as the parser reads it: each BEGIN and END marker on
+/// a line of its own, the base64 between them without blanks, in lines
+/// of 64. Kafka takes a certificate or key given on one line (a value in
+/// server.properties, or one continued over lines with `\`, which joins
+/// them); the parser needs the line breaks. Text with no marker is
+/// returned as it is, for the parser to refuse.
+pub fn pem_lines(text: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(text);
+    let mut out = String::new();
+    let mut rest: &str = &text;
+    while let Some(begin) = rest.find("-----BEGIN ") {
+        let after = &rest[begin + "-----BEGIN ".len()..];
+        let Some(label_len) = after.find("-----") else { break };
+        let label = &after[..label_len];
+        let body = &after[label_len + "-----".len()..];
+        let end = format!("-----END {label}-----");
+        let Some(body_len) = body.find(&end) else { break };
+        let base64: String = body[..body_len].chars().filter(|c| !c.is_whitespace()).collect();
+        out.push_str(&format!("-----BEGIN {label}-----\n"));
+        for line in base64.as_bytes().chunks(64) {
+            out.push_str(&String::from_utf8_lossy(line));
+            out.push('\n');
+        }
+        out.push_str(&end);
+        out.push('\n');
+        rest = &body[body_len + end.len()..];
+    }
+    match out.is_empty() {
+        true => text.as_bytes().to_vec(),
+        false => out.into_bytes(),
+    }
 }
 
 /// A region is read into memory this much at a time when it goes through
@@ -258,4 +291,26 @@ fn read_at(fd: std::os::fd::RawFd, pos: u64, len: u64) -> std::io::Result<Vec<u8
         got += n as usize;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_on_one_line_is_laid_out_in_lines() {
+        let body = "QUJD".repeat(40);
+        let one_line = format!("-----BEGIN CERTIFICATE----- {body} -----END CERTIFICATE----------BEGIN PRIVATE KEY-----AAAA-----END PRIVATE KEY-----");
+        let out = String::from_utf8(pem_lines(one_line.as_bytes())).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
+        assert_eq!(lines[1].len(), 64);
+        assert_eq!(lines[1..4].concat(), body);
+        assert_eq!(lines[4], "-----END CERTIFICATE-----");
+        assert_eq!(
+            &lines[5..],
+            ["-----BEGIN PRIVATE KEY-----", "AAAA", "-----END PRIVATE KEY-----"]
+        );
+        assert_eq!(pem_lines(b"no markers"), b"no markers");
+    }
 }

@@ -94,6 +94,7 @@ impl MetaCache {
             topics,
             // Filled from ZooKeeper by the shards (`fill_topic_configs`).
             broker_configs: Default::default(),
+            scram_credentials: Default::default(),
         }
     }
 }

@@ -14,6 +14,8 @@ mod inter_broker;
 mod list_offsets;
 mod metadata;
 mod produce;
+pub mod sasl;
+pub mod scram_users;
 
 use std::rc::Rc;
 
@@ -39,7 +41,7 @@ pub enum Reply {
 }
 
 impl Reply {
-    fn of(b: ResponseBuilder) -> Reply {
+    pub(crate) fn of(b: ResponseBuilder) -> Reply {
         let (chunks, len) = b.finish();
         Reply::Response { chunks, len }
     }
@@ -57,6 +59,7 @@ pub async fn handle(shard: &Rc<BrokerShard>, req: Request) -> Reply {
     let caller = Caller {
         peer: None,
         listener: ListenerIndex::PRIMARY,
+        principal: Rc::new(ferrite_security::Principal::anonymous()),
     };
     handle_from(shard, req, caller, Turn::unordered()).await
 }
@@ -71,12 +74,14 @@ impl ListenerIndex {
 }
 
 /// Who sent a request: the peer's address (what DescribeGroups shows for
-/// group members) and the listener it came in on (whose addresses
-/// Metadata and FindCoordinator answer with).
-#[derive(Clone, Copy, Debug)]
+/// group members), the listener it came in on (whose addresses Metadata
+/// and FindCoordinator answer with), and who the client authenticated as
+/// (`User:ANONYMOUS` on a listener without SASL).
+#[derive(Clone, Debug)]
 pub struct Caller {
     pub peer: Option<std::net::SocketAddr>,
     pub listener: ListenerIndex,
+    pub principal: Rc<ferrite_security::Principal>,
 }
 
 /// Answers `req`, which came from `caller`, in its connection's `turn`.
@@ -93,7 +98,7 @@ pub async fn handle_from(shard: &Rc<BrokerShard>, req: Request, caller: Caller, 
         shard.first_metadata().await;
     }
     let start = std::time::Instant::now();
-    let reply = dispatch(shard, req, caller, effect).await;
+    let reply = dispatch(shard, req, &caller, effect).await;
     crate::metrics::request(api, start.elapsed().as_secs_f64());
     reply
 }
@@ -103,7 +108,7 @@ pub async fn handle_from(shard: &Rc<BrokerShard>, req: Request, caller: Caller, 
 /// future is ~4.5 KiB, and a spawn copies the whole task state).
 /// A write's `effect` is marked when the handler returns, unless the
 /// handler marks it sooner (produce, once its appends have their places).
-async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: Caller, mut effect: Effect) -> Reply {
+async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: &Caller, mut effect: Effect) -> Reply {
     let v = req.version();
     let flexible = req.flexible;
     let mut b = ResponseBuilder::new();
@@ -143,6 +148,9 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: Caller, mut eff
         RequestBody::OffsetForLeaderEpoch(o) => {
             Box::pin(inter_broker::offset_for_leader_epoch(shard, o, v, &mut b)).await
         }
+        RequestBody::SaslHandshake(_) | RequestBody::SaslAuthenticate(_) => return sasl::refused(&req),
+        RequestBody::DescribeUserScramCredentials(d) => scram_users::describe(shard, d, &mut b),
+        RequestBody::AlterUserScramCredentials(a) => Box::pin(scram_users::alter(shard, a, &mut b)).await,
         RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, e, v, &mut b)).await,
         RequestBody::InitProducerId(i) => Box::pin(groups::init_producer_id(shard, i, v, &mut b)).await,
         RequestBody::FindCoordinator(f) => {

@@ -22,10 +22,11 @@ use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
-use crate::handlers::{self, Caller, ListenerIndex, Reply};
+use crate::handlers::{self, Caller, Reply};
 use crate::shard::BrokerShard;
 use ferrite_protocol::request::{decode_frame, Decoded};
 use ferrite_protocol::response::Chunk;
+use ferrite_security::Principal;
 use ferrite_transport::direct_read::{DirectReads, SendPath};
 use ferrite_transport::sequence::{Ordering, Sequencer};
 use ferrite_transport::{gather, recv, sendfile, tls};
@@ -48,7 +49,7 @@ enum Next {
 /// The next frame's 4-byte size, or its first bytes, taken in by the read
 /// that finished the frame before it.
 #[derive(Default)]
-struct SizeCarry {
+pub(super) struct SizeCarry {
     bytes: [u8; 4],
     len: usize,
 }
@@ -92,7 +93,7 @@ async fn read_size<R: futures_lite::AsyncRead + Unpin>(
 /// plaintext connection (`raw`: its socket) bytes already queued are
 /// taken off the socket directly. The frame starts with the bytes in
 /// `carry`, and its last read leaves the next frame's first bytes there.
-async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
+pub(super) async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
     r: &mut R,
     raw: Option<RawFd>,
     max: usize,
@@ -166,24 +167,35 @@ fn frame_capacity(size: usize, len: usize, queued: usize) -> usize {
 /// connection at once; one send then wakes the client once.
 const REPLIES_GATHERED_MAX: usize = 16;
 
+/// A TLS session is handed buffers joined up to this size: it makes one
+/// record per write at least, and a response's small buffers would each
+/// be a record of their own.
+const TLS_JOINED_BYTES_MAX: usize = 64 << 10;
+
 /// Sends `bufs` in order: on a plaintext connection (`raw`: its socket) in
-/// gathered sends; through a TLS session copied together first, so that
-/// the session makes full records rather than one per buffer.
+/// gathered sends; through a TLS session joined into larger pieces first.
 async fn send_all<W: futures_lite::AsyncWrite + Unpin>(
     w: &mut W,
     raw: Option<i32>,
     bufs: &[&[u8]],
 ) -> std::io::Result<()> {
-    match raw {
-        Some(sock) => gather::send_all(w, sock, bufs).await,
-        None => {
-            let mut joined = Vec::with_capacity(bufs.iter().map(|b| b.len()).sum());
-            for b in bufs {
-                joined.extend_from_slice(b);
+    let Some(sock) = raw else {
+        // Small buffers (sizes, headers, cached batches) joined into
+        // pieces of up to TLS_JOINED_BYTES_MAX; a large one as it is.
+        let mut joined = Vec::new();
+        for b in bufs {
+            if joined.len() + b.len() > TLS_JOINED_BYTES_MAX && !joined.is_empty() {
+                w.write_all(&joined).await?;
+                joined.clear();
             }
-            w.write_all(&joined).await
+            match b.len() >= TLS_JOINED_BYTES_MAX {
+                true => w.write_all(b).await?,
+                false => joined.extend_from_slice(b),
+            }
         }
-    }
+        return w.write_all(&joined).await;
+    };
+    gather::send_all(w, sock, bufs).await
 }
 
 /// Writes `replies` in order: their in-memory chunks gathered into as few
@@ -191,7 +203,7 @@ async fn send_all<W: futures_lite::AsyncWrite + Unpin>(
 /// region by sendfile or read directly (`direct_read.rs`), through a TLS
 /// session read into memory and encrypted (`tls.rs`). A `Reply::Close`
 /// ends the connection after the replies before it are written.
-async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
+pub(super) async fn write_replies<W: futures_lite::AsyncWrite + Unpin>(
     w: &mut W,
     raw: Option<i32>,
     replies: &[Reply],
@@ -269,7 +281,12 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
             Some(t) => t,
             None => match rx.recv().await {
                 Ok(t) => t,
-                Err(_) => return,
+                Err(_) => {
+                    if raw.is_none() {
+                        close_session(&mut w).await;
+                    }
+                    return;
+                }
             },
         };
         replies.push(task.await);
@@ -294,9 +311,25 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
     }
 }
 
-/// Serves a connection accepted on `listener`: plaintext, or after its
-/// TLS handshake (`tls`).
-pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream, listener: ListenerIndex, tls: Option<tls::Acceptor>) {
+/// Ends a TLS session as TLS asks (close_notify), so that the client sees
+/// an orderly end and not a cut-off stream; a client that takes nothing
+/// for the send-stall limit is not waited for.
+async fn close_session<W: futures_lite::AsyncWrite + Unpin>(w: &mut W) {
+    let stall = std::time::Duration::from_millis(sendfile::SEND_STALL_MS_MAX);
+    let closed = futures_lite::future::or(async { Some(w.close().await) }, async {
+        glommio::timer::sleep(stall).await;
+        None
+    })
+    .await;
+    if let Some(Err(e)) = closed {
+        tracing::debug!(error = %e, "closing a TLS session");
+    }
+}
+
+/// Serves a connection accepted on a listener (`ear`): plaintext, or after
+/// its TLS handshake, and on a SASL listener once the client is
+/// authenticated.
+pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream, ear: super::Ear) {
     let peer = stream.peer_addr().ok();
     tracing::debug!(?peer, shard = %shard.id, "connection opened");
     if let Err(e) = stream.set_nodelay(true) {
@@ -312,15 +345,42 @@ pub async fn serve(shard: Rc<BrokerShard>, stream: TcpStream, listener: Listener
     if let Err(e) = sendfile::set_nonblocking(sock) {
         tracing::warn!(error = %e, "O_NONBLOCK");
     }
-    let caller = Caller { peer, listener };
-    match tls {
-        None => serve_frames(shard, stream, (sock, Some(sock)), caller).await,
+    let caller = Caller {
+        peer,
+        listener: ear.index,
+        principal: Rc::new(Principal::anonymous()),
+    };
+    match &ear.tls {
+        None => serve_authenticated(shard, stream, (sock, Some(sock)), caller, &ear).await,
         Some(acceptor) => match acceptor.handshake(stream).await {
-            Ok(session) => serve_frames(shard, session, (sock, None), caller).await,
+            Ok(session) => serve_authenticated(shard, session, (sock, None), caller, &ear).await,
             Err(e) => tracing::info!(?peer, error = %e, "TLS handshake failed; connection closed"),
         },
     }
     tracing::debug!(?peer, "connection closed");
+}
+
+/// Serves `stream` once its client is authenticated, when the listener
+/// asks for SASL.
+async fn serve_authenticated<S>(
+    shard: Rc<BrokerShard>,
+    mut stream: S,
+    (sock, raw): (RawFd, Option<RawFd>),
+    mut caller: Caller,
+    ear: &super::Ear,
+) where
+    S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + 'static,
+{
+    if let Some(sasl) = &ear.sasl {
+        let receive_max = sasl.receive_bytes_max;
+        let authenticated =
+            super::sasl_gate::authenticate(&shard, &mut stream, raw, &sasl.mechanisms, receive_max, caller.peer).await;
+        match authenticated {
+            Some(principal) => caller.principal = Rc::new(principal),
+            None => return,
+        }
+    }
+    serve_frames(shard, stream, (sock, raw), caller).await
 }
 
 /// Reads frames off `stream` and answers them, in order, until the client
@@ -364,6 +424,7 @@ where
             Ok(Decoded::Request(req)) => {
                 let shard = shard.clone();
                 let turn = sequencer.turn(Ordering::of(req.api));
+                let caller = caller.clone();
                 glommio::spawn_local(async move { handlers::handle_from(&shard, *req, caller, turn).await })
             }
             Ok(Decoded::ApiVersionsUnsupported(header)) => {

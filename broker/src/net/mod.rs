@@ -3,6 +3,7 @@
 //! `ferrite-transport`'s.
 
 pub mod connection;
+pub mod sasl_gate;
 pub mod tls_setup;
 
 use std::rc::Rc;
@@ -21,6 +22,8 @@ use ferrite_transport::tls;
 pub struct Ear {
     pub index: ListenerIndex,
     pub tls: Option<tls::Acceptor>,
+    /// The SASL settings, on a SASL listener.
+    pub sasl: Option<std::sync::Arc<ferrite_config::sasl::SaslSettings>>,
 }
 
 /// Accepts connections on this shard until the broker stops. Every shard
@@ -59,7 +62,7 @@ pub async fn accept_loop(shard: Rc<BrokerShard>, listener: TcpListener, spread: 
 fn serve_here(shard: Rc<BrokerShard>, stream: TcpStream, placed: Placed, ear: Ear) {
     glommio::spawn_local(async move {
         shard.connection_opened();
-        connection::serve(shard.clone(), stream, ear.index, ear.tls).await;
+        connection::serve(shard.clone(), stream, ear).await;
         shard.connection_closed();
         drop(placed);
     })

@@ -1,4 +1,4 @@
-//! Each listener's TLS, made once when the broker starts from the `ssl.*`
+//! Each listener's TLS and SASL, made once when the broker starts from the `ssl.*`
 //! settings (`ferrite_config::ssl`): the keystore and truststore files are
 //! read here, so that a missing or unreadable file, or PEM without a key
 //! or certificate, stops the start with the file named.
@@ -15,7 +15,9 @@ use crate::handlers::ListenerIndex;
 /// connections are served.
 pub fn ears(config: &BrokerConfig) -> Result<Vec<Ear>, String> {
     let listeners = config.listeners();
-    let any_ssl = listeners.iter().any(|l| l.protocol == SecurityProtocol::Ssl);
+    let encrypted = |p: SecurityProtocol| matches!(p, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl);
+    let any_ssl = listeners.iter().any(|l| encrypted(l.protocol));
+    let sasl = std::sync::Arc::new(config.sasl.clone());
     let acceptor = match (any_ssl, &config.keystore) {
         (false, _) => None,
         (true, Some(keystore)) => Some(acceptor(config, keystore)?),
@@ -26,8 +28,12 @@ pub fn ears(config: &BrokerConfig) -> Result<Vec<Ear>, String> {
         .enumerate()
         .map(|(i, l)| Ear {
             index: ListenerIndex(i),
-            tls: match l.protocol {
-                SecurityProtocol::Ssl => acceptor.clone(),
+            tls: match encrypted(l.protocol) {
+                true => acceptor.clone(),
+                false => None,
+            },
+            sasl: match l.protocol {
+                SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => Some(sasl.clone()),
                 _ => None,
             },
         })

@@ -1,16 +1,18 @@
-"""Real Python Kafka clients over a Ferrite SSL listener.
+"""Real Python Kafka clients over Ferrite's secured listeners.
 
-    python tls.py BOOTSTRAP CA_PEM confluent|kafka-python [CERT KEY]
+    python tls.py BOOTSTRAP confluent|kafka-python [--ca CA_PEM] [--cert CERT --key KEY]
+                  [--sasl MECHANISM:USER:PASSWORD]
 
 confluent-kafka (librdkafka, its own defaults: the broker's certificate is
 checked, host name included): a producer writes N records to a 4-partition
-topic; a consumer in a group (subscribe, FindCoordinator through the SSL
+topic; a consumer in a group (subscribe, FindCoordinator through the same
 listener, commits) reads every one back, byte for byte, and its committed
-offsets are the ends. With CERT and KEY the client presents a certificate
-(the broker requires one). kafka-python: the same with its own SSL
-settings (ssl_cafile; ssl_certfile and ssl_keyfile with a certificate).
-Prints "all ok", or exits non-zero on the first mismatch.
+offsets are the ends. With --cert and --key the client presents a
+certificate; with --sasl it authenticates (SASL_SSL with --ca, else
+SASL_PLAINTEXT). kafka-python: the same with its own settings. Prints
+"all ok", or exits non-zero on the first mismatch.
 """
+import argparse
 import sys
 import time
 import uuid
@@ -29,13 +31,24 @@ def values(tag):
     return {f"{tag}-{i}-".encode() * (1 + i % 7) for i in range(N)}
 
 
-def confluent(bootstrap, ca, cert, key):
+def protocol(a):
+    if a.sasl:
+        return "SASL_SSL" if a.ca else "SASL_PLAINTEXT"
+    return "SSL"
+
+
+def confluent(a):
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    ssl = {"bootstrap.servers": bootstrap, "security.protocol": "ssl", "ssl.ca.location": ca}
-    if cert:
-        ssl.update({"ssl.certificate.location": cert, "ssl.key.location": key})
+    ssl = {"bootstrap.servers": a.bootstrap, "security.protocol": protocol(a)}
+    if a.ca:
+        ssl["ssl.ca.location"] = a.ca
+    if a.cert:
+        ssl.update({"ssl.certificate.location": a.cert, "ssl.key.location": a.key})
+    if a.sasl:
+        mechanism, user, password = a.sasl.split(":", 2)
+        ssl.update({"sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password})
     topic = "tls-ck-" + uuid.uuid4().hex[:8]
     admin = AdminClient(dict(ssl))
     for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
@@ -65,12 +78,17 @@ def confluent(bootstrap, ca, cert, key):
     c.close()
 
 
-def kafka_python(bootstrap, ca, cert, key):
+def kafka_python(a):
     from kafka import KafkaConsumer, KafkaProducer
 
-    ssl = {"bootstrap_servers": bootstrap, "security_protocol": "SSL", "ssl_cafile": ca}
-    if cert:
-        ssl.update({"ssl_certfile": cert, "ssl_keyfile": key})
+    ssl = {"bootstrap_servers": a.bootstrap, "security_protocol": protocol(a)}
+    if a.ca:
+        ssl["ssl_cafile"] = a.ca
+    if a.cert:
+        ssl.update({"ssl_certfile": a.cert, "ssl_keyfile": a.key})
+    if a.sasl:
+        mechanism, user, password = a.sasl.split(":", 2)
+        ssl.update({"sasl_mechanism": mechanism, "sasl_plain_username": user, "sasl_plain_password": password})
     topic = "tls-kp-" + uuid.uuid4().hex[:8]
     sent = values(topic)
     p = KafkaProducer(acks="all", linger_ms=5, **ssl)
@@ -91,9 +109,15 @@ def kafka_python(bootstrap, ca, cert, key):
 
 
 def main():
-    bootstrap, ca, which = sys.argv[1], sys.argv[2], sys.argv[3]
-    cert, key = (sys.argv[4], sys.argv[5]) if len(sys.argv) > 5 else (None, None)
-    {"confluent": confluent, "kafka-python": kafka_python}[which](bootstrap, ca, cert, key)
+    p = argparse.ArgumentParser()
+    p.add_argument("bootstrap")
+    p.add_argument("which", choices=["confluent", "kafka-python"])
+    p.add_argument("--ca")
+    p.add_argument("--cert")
+    p.add_argument("--key")
+    p.add_argument("--sasl")
+    a = p.parse_args()
+    {"confluent": confluent, "kafka-python": kafka_python}[a.which](a)
     print("all ok", flush=True)
 
 
