@@ -331,6 +331,15 @@ impl BrokerConfig {
             self.listener_protocol = primary.protocol;
             self.extra_listeners = resolved.collect::<Result<_, _>>()?;
         }
+        if let Some(m) = self.metrics_listen {
+            if let Some(l) = self.listeners().iter().find(|l| l.listen.port() == m.port()) {
+                return Err(invalid(
+                    "ferrite.metrics.listen",
+                    &m.to_string(),
+                    format!("the port of listener {}: metrics need a port of their own", l.name),
+                ));
+            }
+        }
         let ssl_served = std::iter::once(self.listener_protocol)
             .chain(self.extra_listeners.iter().map(|l| l.protocol))
             .any(|p| {
