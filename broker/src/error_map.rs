@@ -109,5 +109,7 @@ pub fn group(e: GroupError) -> ErrorCode {
         GroupError::OffsetMetadataTooLarge => ErrorCode::OffsetMetadataTooLarge,
         GroupError::UnknownTopicOrPartition => ErrorCode::UnknownTopicOrPartition,
         GroupError::GroupSubscribedToTopic => ErrorCode::GroupSubscribedToTopic,
+        GroupError::GroupAuthorizationFailed => ErrorCode::GroupAuthorizationFailed,
+        GroupError::TopicAuthorizationFailed => ErrorCode::TopicAuthorizationFailed,
     }
 }

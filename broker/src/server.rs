@@ -143,6 +143,7 @@ impl Server {
                     topics: Default::default(),
                     broker_configs: Default::default(),
                     scram_credentials: Default::default(),
+                    acls: Vec::new(),
                 };
                 (Arc::new(meta), None, Some(shared))
             }

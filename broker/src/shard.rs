@@ -161,6 +161,9 @@ pub struct BrokerShard {
     admin_turn: glommio::sync::Semaphore,
     /// The settings in force: `config` with the dynamic broker configs over it.
     live: RefCell<Rc<LiveConfig>>,
+    /// The authorizer made from the metadata's ACLs, and the metadata it
+    /// was made from: made again when that changes.
+    authorizer: RefCell<Option<(Arc<ClusterMeta>, Rc<ferrite_security::acl::Authorizer>)>>,
 }
 
 impl BrokerShard {
@@ -183,6 +186,7 @@ impl BrokerShard {
             produce_answers: Cell::new(0),
             admin_turn: glommio::sync::Semaphore::new(1),
             live: RefCell::new(Rc::new(LiveConfig::compose(&config, meta.broker_configs.clone()))),
+            authorizer: RefCell::new(None),
             config,
             logs,
             handle,
@@ -211,6 +215,23 @@ impl BrokerShard {
 
     pub fn shard_count(&self) -> usize {
         self.handle.shard_count()
+    }
+
+    /// The authorizer, when `authorizer.class.name` asks for ACLs.
+    pub fn authorizer(&self) -> Option<Rc<ferrite_security::acl::Authorizer>> {
+        if !self.config.authorizer.enabled {
+            return None;
+        }
+        let meta = self.meta();
+        let mut cached = self.authorizer.borrow_mut();
+        if let Some((m, a)) = cached.as_ref() {
+            if Arc::ptr_eq(m, &meta) {
+                return Some(a.clone());
+            }
+        }
+        let a = Rc::new(crate::handlers::access::authorizer(&self.config.authorizer, &meta.acls));
+        *cached = Some((meta, a.clone()));
+        Some(a)
     }
 
     pub fn meta(&self) -> Arc<ClusterMeta> {

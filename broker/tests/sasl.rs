@@ -225,6 +225,17 @@ fn bad_sasl_input_gets_kafkas_error_and_a_closed_connection() {
     );
     assert!(c.read_frame().is_none(), "a 1 MiB token was taken");
 
+    // A request sent right behind the last SaslAuthenticate, in the same
+    // write, is served once the client is authenticated.
+    let mut c = Client::connect(addr);
+    assert_eq!(handshake(&mut c, "PLAIN").0, 0);
+    let auth = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(b"\0alice\0alice-secret"));
+    let mut both = c.frame(&auth, 2);
+    both.extend(c.frame(&MetadataRequest::default(), 4));
+    c.send_raw(&both).expect("send");
+    let (first, second) = (c.read_frame(), c.read_frame());
+    assert!(first.is_some() && second.is_some(), "both answered");
+
     let failed = metric_with(s.metrics, "ferrite_sasl_authentications_total", "outcome=\"failed\"").unwrap_or(0.0);
     assert!(failed >= 6.0, "{failed} failures counted");
     // The broker serves on.

@@ -1,8 +1,9 @@
 //! The `ferrite` administration commands, in the shape of Kafka's tools:
 //! `topics` (`kafka-topics.sh`), `configs` (`kafka-configs.sh`), `groups`
 //! (`kafka-consumer-groups.sh`), `leaders` (`kafka-leader-election.sh`),
-//! `partitions` (`kafka-reassign-partitions.sh --zookeeper`) and `users`
-//! (`kafka-configs.sh --entity-type users`: SCRAM credentials). Each is a clap
+//! `partitions` (`kafka-reassign-partitions.sh --zookeeper`), `users`
+//! (`kafka-configs.sh --entity-type users`: SCRAM credentials) and `acls`
+//! (`kafka-acls.sh`). Each is a clap
 //! subcommand and a `run` function over the client; the `ferrite` binary
 //! (in `ferrite-broker`) parses them and runs them.
 //!
@@ -13,6 +14,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acls;
 pub mod cluster;
 pub mod configs;
 pub mod groups;
@@ -56,6 +58,14 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: cluster::LeadersCommand,
     },
+    /// ACLs: add, list, remove, like kafka-acls.sh (over the Kafka protocol).
+    Acls {
+        /// A broker to talk to (may also follow the subcommand).
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(subcommand)]
+        command: acls::AclsCommand,
+    },
     /// SCRAM users of SASL listeners: add, list, remove (over the Kafka protocol).
     Users {
         /// A broker to talk to (may also follow the subcommand).
@@ -87,6 +97,9 @@ impl AdminCommand {
             }
             AdminCommand::Leaders { bootstrap, command } => {
                 cluster::run_leaders(&bootstrap, command, out).map_err(|e| format!("leaders: {e}"))
+            }
+            AdminCommand::Acls { bootstrap, command } => {
+                acls::run(&bootstrap, command, out).map_err(|e| format!("acls: {e}"))
             }
             AdminCommand::Users { bootstrap, command } => {
                 users::run(&bootstrap, command, out).map_err(|e| format!("users: {e}"))

@@ -118,7 +118,13 @@ pub fn run(bootstrap: &str, cmd: UsersCommand, out: &mut dyn std::io::Write) -> 
             writeln!(out, "Set the SCRAM credentials of {user}.").map_err(w)
         }
         UsersCommand::Remove { user, mechanism } => {
-            let deletions = mechanisms(mechanism.as_deref())?
+            // Without --mechanism, the ones the user has (deleting one it
+            // lacks would refuse the whole change).
+            let held = match mechanism {
+                Some(_) => mechanisms(mechanism.as_deref())?,
+                None => held_by(bootstrap, &user)?,
+            };
+            let deletions = held
                 .into_iter()
                 .map(|m| (user.clone(), m.scram_type().unwrap_or(0)))
                 .collect();
@@ -166,6 +172,29 @@ fn add(
             upsertions,
         },
     )
+}
+
+/// The SCRAM mechanisms `user` has.
+fn held_by(bootstrap: &str, user: &str) -> Result<Vec<Mechanism>, ClientError> {
+    let mut c = Connection::connect(bootstrap, "ferrite-cli")?;
+    let req = DescribeUserScramCredentialsRequest {
+        users: Some(vec![user.to_string()]),
+    };
+    let mut r = c.call_flexible(DESCRIBE_KEY, 0, |w| req.encode(w))?;
+    let resp = DescribeUserScramCredentialsResponse::decode(&mut r)?;
+    let found = resp.results.into_iter().find(|u| u.user == user && u.error_code == 0);
+    let held: Vec<Mechanism> = found
+        .map(|u| {
+            u.infos
+                .iter()
+                .filter_map(|(m, _)| Mechanism::from_scram_type(*m))
+                .collect()
+        })
+        .unwrap_or_default();
+    if held.is_empty() {
+        return Err(kafka(format!("{user} has no SCRAM credential")));
+    }
+    Ok(held)
 }
 
 fn list(bootstrap: &str, user: Option<String>, out: &mut dyn std::io::Write) -> Result<(), ClientError> {

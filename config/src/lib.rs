@@ -13,6 +13,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod authorizer;
 pub mod defs;
 pub mod listeners;
 pub mod sasl;
@@ -54,6 +55,8 @@ pub struct BrokerConfig {
     pub ssl: ssl::SslSettings,
     /// The `sasl.*` settings of SASL listeners.
     pub sasl: sasl::SaslSettings,
+    /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
+    pub authorizer: authorizer::AuthorizerSettings,
     pub keystore: Option<ssl::Keystore>,
     pub log_dir: PathBuf,
     pub num_partitions: i32,
@@ -207,6 +210,7 @@ impl Default for BrokerConfig {
             extra_listeners: Vec::new(),
             ssl: ssl::SslSettings::default(),
             sasl: sasl::SaslSettings::default(),
+            authorizer: authorizer::AuthorizerSettings::default(),
             keystore: None,
             log_dir: PathBuf::from("./ferrite-data"),
             num_partitions: 1,
@@ -331,6 +335,13 @@ impl BrokerConfig {
             self.listener_protocol = primary.protocol;
             self.extra_listeners = resolved.collect::<Result<_, _>>()?;
         }
+        if self.authorizer.enabled && deployment == listeners::Deployment::Cluster {
+            return Err(invalid(
+                "authorizer.class.name",
+                "",
+                "ACLs are kept by standalone brokers only so far (issue #21): a cluster would check none of them",
+            ));
+        }
         if let Some(m) = self.metrics_listen {
             if let Some(l) = self.listeners().iter().find(|l| l.listen.port() == m.port()) {
                 return Err(invalid(
@@ -376,7 +387,8 @@ impl BrokerConfig {
         for (k, v) in pairs {
             self.given.insert(k.clone(), v.clone());
             let (k, v) = (k.as_str(), v.as_str());
-            if self.listener_settings.set(k, v)? || self.ssl.set(k, v)? || self.sasl.set(k, v)? {
+            let security = self.ssl.set(k, v)? || self.sasl.set(k, v)? || self.authorizer.set(k, v)?;
+            if self.listener_settings.set(k, v)? || security {
                 continue;
             }
             match k {

@@ -59,6 +59,7 @@ impl EmbeddedStore {
                 topics: BTreeMap::new(),
                 broker_configs: BTreeMap::new(),
                 scram_credentials: BTreeMap::new(),
+                acls: Vec::new(),
             },
             Err(e) => return Err(io("open metadata", &path, e)),
         };
@@ -233,6 +234,23 @@ impl EmbeddedStore {
         self.save()
     }
 
+    /// Adds `acls` (those already there stay once); removes those `remove`
+    /// picks. Returns the ones removed.
+    pub fn alter_acls(
+        &mut self,
+        add: &[crate::metadata::AclEntry],
+        remove: &dyn Fn(&crate::metadata::AclEntry) -> bool,
+    ) -> Result<Vec<crate::metadata::AclEntry>> {
+        let (removed, mut kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.meta.acls).into_iter().partition(|a| remove(a));
+        kept.extend(add.iter().cloned());
+        kept.sort();
+        kept.dedup();
+        self.meta.acls = kept;
+        self.save()?;
+        Ok(removed)
+    }
+
     /// Reserves the next block of producer ids (persisted before it is
     /// returned, so a restart never hands out the same ids again).
     pub fn allocate_producer_ids(&mut self) -> Result<crate::producer_ids::ProducerIdBlock> {
@@ -268,7 +286,18 @@ impl EmbeddedStore {
 /// and the directory fsync'd.
 fn write_durably(path: &Path, data: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
+    // Readable by the broker's user only: it holds the SCRAM credentials
+    // (salted, but open to a dictionary attack offline).
+    let mut f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| io("create", &tmp, e))?
+    };
     f.write_all(data).map_err(|e| io("write", &tmp, e))?;
     f.sync_all().map_err(|e| io("fsync", &tmp, e))?;
     drop(f);

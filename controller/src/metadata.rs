@@ -57,6 +57,23 @@ pub struct ClusterMeta {
     /// a cluster keeps them in ZooKeeper (not built yet).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scram_credentials: BTreeMap<String, BTreeMap<String, String>>,
+    /// ACLs (standalone; a cluster keeps them in ZooKeeper, not built yet),
+    /// kept sorted and without repeats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acls: Vec<AclEntry>,
+}
+
+/// One ACL, by Kafka's codes (see `ferrite-security`'s `acl.rs`): a
+/// resource pattern and who may, or may not, do what on it from where.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct AclEntry {
+    pub resource_type: i8,
+    pub name: String,
+    pub pattern_type: i8,
+    pub principal: String,
+    pub host: String,
+    pub operation: i8,
+    pub permission: i8,
 }
 
 impl TopicMeta {

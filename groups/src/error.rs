@@ -38,4 +38,8 @@ pub enum GroupError {
     UnknownTopicOrPartition,
     #[error("the partition still has an active consumer in the group")]
     GroupSubscribedToTopic,
+    #[error("not authorized for the group")]
+    GroupAuthorizationFailed,
+    #[error("not authorized for the topic")]
+    TopicAuthorizationFailed,
 }

@@ -38,6 +38,9 @@ pub enum ApiKey {
     SaslAuthenticate,
     DescribeUserScramCredentials,
     AlterUserScramCredentials,
+    DescribeAcls,
+    CreateAcls,
+    DeleteAcls,
 }
 
 /// One row of the ApiVersions answer.
@@ -299,6 +302,28 @@ pub const SUPPORTED: &[ApiSupport] = &[
         max: super::scram_credentials::VERSION_MAX,
         flexible_from: super::scram_credentials::FLEXIBLE_FROM,
     },
+    // ACLs (KIP-140, KIP-290).
+    ApiSupport {
+        key: ApiKey::DescribeAcls,
+        code: super::acls::DESCRIBE_KEY,
+        min: super::acls::VERSION_MIN,
+        max: super::acls::VERSION_MAX,
+        flexible_from: super::acls::FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::CreateAcls,
+        code: super::acls::CREATE_KEY,
+        min: super::acls::VERSION_MIN,
+        max: super::acls::VERSION_MAX,
+        flexible_from: super::acls::FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteAcls,
+        code: super::acls::DELETE_KEY,
+        min: super::acls::VERSION_MIN,
+        max: super::acls::VERSION_MAX,
+        flexible_from: super::acls::FLEXIBLE_FROM,
+    },
 ];
 
 impl ApiKey {
@@ -351,6 +376,9 @@ impl ApiKey {
             ApiKey::SaslAuthenticate => "SaslAuthenticate",
             ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
             ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
+            ApiKey::DescribeAcls => "DescribeAcls",
+            ApiKey::CreateAcls => "CreateAcls",
+            ApiKey::DeleteAcls => "DeleteAcls",
         }
     }
 }

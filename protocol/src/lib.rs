@@ -18,6 +18,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acls;
 pub mod api;
 pub mod api_versions;
 pub mod authorized_operations;

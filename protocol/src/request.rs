@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 
+use super::acls::{Acl, AclFilter};
 use super::api::{ApiKey, ApiSupport};
 use super::api_versions::ApiVersionsRequest;
 use super::configs::{AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest};
@@ -51,6 +52,9 @@ pub enum RequestBody {
     SaslAuthenticate(SaslAuthenticateRequest),
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequest),
     AlterUserScramCredentials(AlterUserScramCredentialsRequest),
+    DescribeAcls(AclFilter),
+    CreateAcls(Vec<Acl>),
+    DeleteAcls(Vec<AclFilter>),
     FindCoordinator(FindCoordinatorRequest),
     JoinGroup(JoinGroupRequest),
     Heartbeat(HeartbeatRequest),
@@ -163,5 +167,8 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::AlterUserScramCredentials => {
             RequestBody::AlterUserScramCredentials(AlterUserScramCredentialsRequest::decode(r)?)
         }
+        ApiKey::DescribeAcls => RequestBody::DescribeAcls(super::acls::decode_describe(r, v)?),
+        ApiKey::CreateAcls => RequestBody::CreateAcls(super::acls::decode_create(r, v)?),
+        ApiKey::DeleteAcls => RequestBody::DeleteAcls(super::acls::decode_delete(r, v)?),
     })
 }

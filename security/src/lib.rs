@@ -5,6 +5,7 @@
 //! credentials in the form Kafka stores them.
 //!
 //! - [`mechanism`]: the mechanisms and their names;
+//! - [`acl`]: Kafka's authorizer model: ACLs in, allow or deny out;
 //! - [`credential`]: a SCRAM credential (`salt=…,stored_key=…,server_key=…,iterations=…`);
 //! - [`scram`]: the server's side of SCRAM-SHA-256/512 (RFC 5802, 7677);
 //! - [`plain`]: PLAIN (RFC 4616), checked against the SCRAM credentials;
@@ -16,6 +17,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acl;
 pub mod credential;
 pub mod error;
 pub mod mechanism;

@@ -12,6 +12,10 @@ use crate::SecurityError;
 /// each; some clients send longer passwords, this still bounds the work).
 pub const FIELD_BYTES_MAX: usize = 1024;
 
+/// PBKDF2 iterations spent on a user that does not exist (`ferrite users`'
+/// default for the ones that do).
+const DUMMY_ITERATIONS: u32 = 8192;
+
 /// The user a PLAIN message authenticates, or why not. `lookup` gives the
 /// user's credential for a SCRAM mechanism.
 pub fn authenticate(
@@ -43,7 +47,12 @@ pub fn authenticate(
     match checked {
         Some(true) => Ok(user.to_string()),
         Some(false) => Err(SecurityError::auth("wrong password")),
-        None => Err(SecurityError::auth("no such user")),
+        None => {
+            // As long as a known user's check takes: the time to answer
+            // must not tell which users exist.
+            let _ = ScramCredential::from_password(Mechanism::ScramSha512, password, b"no such user", DUMMY_ITERATIONS);
+            Err(SecurityError::auth("no such user"))
+        }
     }
 }
 

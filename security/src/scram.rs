@@ -134,7 +134,7 @@ impl ScramServer {
         match flag {
             "n" | "y" => {}
             f if f.starts_with("p=") => return Err(malformed(m, "channel binding is not offered")),
-            f => return Err(malformed(m, format!("gs2 flag '{f}'"))),
+            f => return Err(malformed(m, format!("gs2 flag '{}'", shown(f)))),
         }
         let mut user = None;
         let mut client_nonce = None;
@@ -149,7 +149,7 @@ impl ScramServer {
                     return Err(malformed(m, "delegation tokens are not built"));
                 }
                 (i, _) if i >= 2 => {} // other extensions: ignored, as RFC 5802 asks
-                _ => return Err(malformed(m, format!("attribute '{attr}'"))),
+                _ => return Err(malformed(m, format!("attribute '{}'", shown(attr)))),
             }
         }
         let (Some(user), Some(client_nonce)) = (user, client_nonce) else {
@@ -160,8 +160,13 @@ impl ScramServer {
             Some(a) if unescape(m, a)? == user => {}
             _ => return Err(SecurityError::auth("an authorization id other than the user")),
         }
-        let credential =
-            lookup(&user).ok_or_else(|| SecurityError::auth(format!("no {} credential for the user", m.name())))?;
+        // An unknown user is challenged as a known one would be (a salt
+        // that stays the same for the name, the usual iterations) and
+        // fails at the proof: the answer must not tell which users exist.
+        let credential = match lookup(&user) {
+            Some(c) => c,
+            None => unknown_user(&user)?,
+        };
         let nonce = format!("{client_nonce}{server_nonce}");
         let server_first = format!(
             "r={nonce},s={},i={}",
@@ -219,6 +224,34 @@ impl ScramServer {
             reply: format!("v={}", B64.encode(server_signature)).into_bytes(),
         })
     }
+}
+
+/// Client text in a message for the log: its first 64 characters.
+fn shown(text: &str) -> String {
+    text.chars().take(64).collect()
+}
+
+/// The credential an unknown user is challenged with: its salt an HMAC of
+/// the name under a secret of this process, its stored key nothing a
+/// proof can hash to (all zeros).
+fn unknown_user(user: &str) -> Result<ScramCredential, SecurityError> {
+    static SECRET: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    let secret = match SECRET.get() {
+        Some(s) => s,
+        None => {
+            let mut s = [0u8; 32];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut s)
+                .map_err(|_| SecurityError::Random)?;
+            SECRET.get_or_init(|| s)
+        }
+    };
+    let salt = hmac(ring::hmac::HMAC_SHA256, secret, user.as_bytes());
+    Ok(ScramCredential {
+        salt: salt[..16].to_vec(),
+        stored_key: vec![0u8; 64],
+        server_key: vec![0u8; 64],
+        iterations: 8192,
+    })
 }
 
 /// RFC 5802's printable: 0x21–0x7E but ','.
@@ -324,8 +357,22 @@ mod tests {
         ));
 
         let mut s = ScramServer::new(Mechanism::ScramSha256);
+        let first = s.step(b"n,,n=nobody,r=abc", &lookup);
+        let Ok(Step::Challenge(c)) = first else {
+            panic!("an unknown user is challenged like a known one: {first:?}");
+        };
+        let mut again = ScramServer::new(Mechanism::ScramSha256);
+        let Ok(Step::Challenge(c2)) = again.step(b"n,,n=nobody,r=abc", &lookup) else {
+            panic!("challenged again");
+        };
+        let salt = |c: &[u8]| String::from_utf8_lossy(c).split(',').nth(1).map(String::from);
+        assert_eq!(salt(&c), salt(&c2), "the same salt for the same unknown name");
+        let final_msg = format!(
+            "c=biws,r={},p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+            &String::from_utf8_lossy(&c)[2..].split(',').next().unwrap()
+        );
         assert!(matches!(
-            s.step(b"n,,n=nobody,r=abc", &lookup),
+            s.step(final_msg.as_bytes(), &lookup),
             Err(SecurityError::Authentication { .. })
         ));
         let mut s = ScramServer::new(Mechanism::ScramSha256);

@@ -52,7 +52,8 @@ impl Ordering {
             | ApiKey::OffsetFetch
             | ApiKey::ListGroups
             | ApiKey::DescribeGroups
-            | ApiKey::DescribeUserScramCredentials => Ordering::Read,
+            | ApiKey::DescribeUserScramCredentials
+            | ApiKey::DescribeAcls => Ordering::Read,
             ApiKey::Produce
             | ApiKey::CreateTopics
             | ApiKey::DeleteTopics
@@ -74,7 +75,9 @@ impl Ordering {
             | ApiKey::DeleteGroups
             | ApiKey::SaslHandshake
             | ApiKey::SaslAuthenticate
-            | ApiKey::AlterUserScramCredentials => Ordering::Write,
+            | ApiKey::AlterUserScramCredentials
+            | ApiKey::CreateAcls
+            | ApiKey::DeleteAcls => Ordering::Write,
         }
     }
 }

@@ -95,6 +95,7 @@ impl MetaCache {
             // Filled from ZooKeeper by the shards (`fill_topic_configs`).
             broker_configs: Default::default(),
             scram_credentials: Default::default(),
+            acls: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@ use ferrite_controller::BrokerId;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use super::access::Access;
 use crate::error_map;
 use crate::shard::{AdminOp, BrokerShard};
 use ferrite_protocol::errors::ErrorCode;
@@ -15,9 +16,11 @@ use ferrite_protocol::topics_admin::{
     encode_create_partitions, encode_create_topics, encode_delete_topics, CreatableTopicResult,
     CreatePartitionsRequest, CreateTopicsRequest, DeletableTopicResult, DeleteTopicsRequest,
 };
+use ferrite_security::acl::Operation;
 
 pub async fn create_topics(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     c: CreateTopicsRequest,
     v: i16,
     flexible: bool,
@@ -42,16 +45,7 @@ pub async fn create_topics(
             num_partitions: partitions,
             replication_factor: rf,
         };
-        let mut configs = BTreeMap::new();
-        let mut bad = None;
-        for (k, v) in &t.configs {
-            match v {
-                Some(v) => {
-                    configs.insert(k.clone(), v.clone());
-                }
-                None => bad = Some((ErrorCode::InvalidConfig, format!("{k} has a null value"))),
-            }
-        }
+        let (configs, mut bad) = configs_of(&t.configs);
         let placement = match placement {
             Ok(p) => p,
             Err(refusal) => {
@@ -59,6 +53,12 @@ pub async fn create_topics(
                 Placement::Manual(Vec::new())
             }
         };
+        if !access.may_create_topic(&t.name) {
+            bad = Some((
+                ErrorCode::TopicAuthorizationFailed,
+                "not authorized to create the topic".into(),
+            ));
+        }
         if let Some((code, message)) = bad {
             result.error = code.code();
             result.error_message = Some(message);
@@ -81,6 +81,21 @@ pub async fn create_topics(
         results.push(result);
     }
     encode_create_topics(&mut b.w, v, flexible, &results);
+}
+
+/// A new topic's configs, or why not (a null value).
+fn configs_of(given: &[(String, Option<String>)]) -> (BTreeMap<String, String>, Option<(ErrorCode, String)>) {
+    let mut configs = BTreeMap::new();
+    let mut bad = None;
+    for (k, v) in given {
+        match v {
+            Some(v) => {
+                configs.insert(k.clone(), v.clone());
+            }
+            None => bad = Some((ErrorCode::InvalidConfig, format!("{k} has a null value"))),
+        }
+    }
+    (configs, bad)
 }
 
 /// Where CreateTopics puts a topic's partitions: spread, with the broker's
@@ -126,6 +141,7 @@ fn placement_of(
 
 pub async fn delete_topics(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     d: DeleteTopicsRequest,
     v: i16,
     flexible: bool,
@@ -143,6 +159,9 @@ pub async fn delete_topics(
         };
         match name {
             None => r.error = ErrorCode::UnknownTopicId.code(),
+            Some(name) if !access.allows_topic(Operation::Delete, &name) => {
+                r.error = ErrorCode::TopicAuthorizationFailed.code();
+            }
             Some(name) => match shard.admin(AdminOp::DeleteTopic { name }).await {
                 Ok(t) => r.topic_id = t.id,
                 Err(e) => {
@@ -158,12 +177,17 @@ pub async fn delete_topics(
 
 pub async fn create_partitions(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     c: CreatePartitionsRequest,
     flexible: bool,
     b: &mut ResponseBuilder,
 ) {
     let mut results = Vec::with_capacity(c.topics.len());
     for t in c.topics {
+        if !access.allows_topic(Operation::Alter, &t.name) {
+            results.push((t.name, ErrorCode::TopicAuthorizationFailed.code(), None));
+            continue;
+        }
         let assignment = t.assignments.map(|lists| {
             lists
                 .into_iter()

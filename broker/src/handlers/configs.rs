@@ -11,6 +11,8 @@
 //! levels, and IncrementalAlterConfigs sets or deletes levels
 //! (`log_levels.rs`).
 
+use super::access::Access;
+use ferrite_security::acl::Operation;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -299,6 +301,7 @@ fn alter_loggers(
 
 pub fn describe_configs(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     d: DescribeConfigsRequest,
     v: i16,
     flexible: bool,
@@ -317,6 +320,11 @@ pub fn describe_configs(
             name: r.name.clone(),
             configs: Vec::new(),
         };
+        if let Some(code) = denied(access, Operation::DescribeConfigs, r.resource_type, &r.name) {
+            res.error = code.code();
+            results.push(res);
+            continue;
+        }
         match r.resource_type {
             RESOURCE_TOPIC => match topic_entries(shard, &r.name, &r.keys, include) {
                 Some(c) => res.configs = c,
@@ -344,6 +352,16 @@ pub fn describe_configs(
         results.push(res);
     }
     encode_describe(&mut b.w, v, flexible, &results);
+}
+
+/// Kafka's check of a config resource: `op` (DescribeConfigs or
+/// AlterConfigs) on the topic, or on the cluster for a broker or its
+/// loggers; the error when refused.
+fn denied(access: &Access, op: Operation, rtype: i8, name: &str) -> Option<ErrorCode> {
+    match rtype {
+        RESOURCE_TOPIC => (!access.allows_topic(op, name)).then_some(ErrorCode::TopicAuthorizationFailed),
+        _ => (!access.allows_cluster(op)).then_some(ErrorCode::ClusterAuthorizationFailed),
+    }
 }
 
 /// One resource's answer: (error, message, resource type, resource name).
@@ -411,6 +429,7 @@ const REPEATED: &str = "the resource appears more than once in the request";
 /// IncrementalAlterConfigs: each resource's operations, all or nothing.
 pub async fn incremental_alter_configs(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     a: IncrementalAlterConfigsRequest,
     flexible: bool,
     b: &mut ResponseBuilder,
@@ -420,6 +439,10 @@ pub async fn incremental_alter_configs(
     for r in a.resources {
         if twice.contains(&(r.resource_type, r.name.clone())) {
             results.push(refused(ErrorCode::InvalidRequest, REPEATED, r.resource_type, r.name));
+            continue;
+        }
+        if let Some(code) = denied(access, Operation::AlterConfigs, r.resource_type, &r.name) {
+            results.push(refused(code, "not authorized", r.resource_type, r.name));
             continue;
         }
         if r.resource_type == RESOURCE_BROKER_LOGGER {
@@ -459,12 +482,22 @@ pub async fn incremental_alter_configs(
 
 /// AlterConfigs: each topic's overrides (or broker entity's dynamic
 /// configs) become exactly those sent.
-pub async fn alter_configs(shard: &Rc<BrokerShard>, a: AlterConfigsRequest, flexible: bool, b: &mut ResponseBuilder) {
+pub async fn alter_configs(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    a: AlterConfigsRequest,
+    flexible: bool,
+    b: &mut ResponseBuilder,
+) {
     let twice = repeated(a.resources.iter().map(|(t, n, _)| (*t, n.as_str())));
     let mut results = Vec::with_capacity(a.resources.len());
     for (rtype, name, configs) in a.resources {
         if twice.contains(&(rtype, name.clone())) {
             results.push(refused(ErrorCode::InvalidRequest, REPEATED, rtype, name));
+            continue;
+        }
+        if let Some(code) = denied(access, Operation::AlterConfigs, rtype, &name) {
+            results.push(refused(code, "not authorized", rtype, name));
             continue;
         }
         if let Some((code, message)) = unalterable(shard, rtype, &name) {

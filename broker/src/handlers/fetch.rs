@@ -514,7 +514,33 @@ async fn fetch_moved(
     pass
 }
 
-pub async fn fetch(shard: &Rc<BrokerShard>, mut f: FetchRequest, v: i16, flexible: bool, b: &mut ResponseBuilder) {
+pub async fn fetch(
+    shard: &Rc<BrokerShard>,
+    access: &super::access::Access,
+    mut f: FetchRequest,
+    v: i16,
+    flexible: bool,
+    b: &mut ResponseBuilder,
+) {
+    // A follower's fetch needs ClusterAction; a consumer's, Read on each
+    // topic (the others are answered TOPIC_AUTHORIZATION_FAILED and kept
+    // out of its session).
+    use ferrite_security::acl::Operation;
+    if f.replica_id >= 0 && !access.allows_cluster(Operation::ClusterAction) {
+        encode_response(
+            b,
+            v,
+            flexible,
+            ErrorCode::ClusterAuthorizationFailed.code(),
+            0,
+            Vec::new(),
+        );
+        return;
+    }
+    let (readable, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut f.topics)
+        .into_iter()
+        .partition(|t| access.allows_topic(Operation::Read, &t.topic));
+    f.topics = readable;
     // An incremental fetch becomes its session's whole fetch here, and its
     // answer is cut to what changed below (`fetch_session.rs`).
     let plan = match shard.fetch_sessions.prepare(&mut f) {
@@ -526,11 +552,26 @@ pub async fn fetch(shard: &Rc<BrokerShard>, mut f: FetchRequest, v: i16, flexibl
     };
     let request = std::sync::Arc::new(f);
     let topics = fetch_all(shard, &request).await;
-    let (session_id, topics) = shard.fetch_sessions.finish(plan, &request, topics);
+    let (session_id, mut topics) = shard.fetch_sessions.finish(plan, &request, topics);
     if matches!(plan, super::fetch_session::Plan::Incremental { .. }) {
         crate::metrics::incremental_fetch();
     }
+    topics.extend(refused.into_iter().map(|t| FetchTopicResponse {
+        partitions: t.partitions.iter().map(|p| refused_partition(p.partition)).collect(),
+        topic: t.topic,
+    }));
     encode_response(b, v, flexible, 0, session_id, topics);
+}
+
+fn refused_partition(index: i32) -> FetchPartitionResponse {
+    FetchPartitionResponse {
+        index,
+        error: ErrorCode::TopicAuthorizationFailed.code(),
+        high_watermark: Offset::NONE,
+        last_stable_offset: Offset::NONE,
+        log_start_offset: Offset::NONE,
+        records: Vec::new(),
+    }
 }
 
 /// Answers every partition `f` names.

@@ -4,8 +4,10 @@
 //! the shard owning the group's `__consumer_offsets` partition, where the
 //! coordinator ([`crate::groups`]) answers it.
 
+use crate::handlers::access::Access;
 use crate::handlers::ListenerIndex;
 use ferrite_controller::assignment::Placement;
+use ferrite_security::acl::Operation;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
@@ -39,13 +41,29 @@ fn result_code(r: &Result<(), GroupError>) -> i16 {
     code(r.err())
 }
 
-/// Runs `f` with the coordinator of `group`'s partition, on its shard.
-async fn on_coordinator<R, F, Fut>(shard: &Rc<BrokerShard>, group: &str, f: F) -> Result<R, GroupError>
+/// Kafka's check of a group request: `op` on the group, or
+/// GROUP_AUTHORIZATION_FAILED.
+fn gate(access: &Access, op: Operation, group: &str) -> Result<(), GroupError> {
+    match access.allows_group(op, group) {
+        true => Ok(()),
+        false => Err(GroupError::GroupAuthorizationFailed),
+    }
+}
+
+/// Runs `f` with the coordinator of `group`'s partition, on its shard, if
+/// the caller passed its `gate`.
+async fn on_coordinator<R, F, Fut>(
+    shard: &Rc<BrokerShard>,
+    gate: Result<(), GroupError>,
+    group: &str,
+    f: F,
+) -> Result<R, GroupError>
 where
     R: Send + 'static,
     F: FnOnce(Rc<BrokerShard>) -> Fut + Send + 'static,
     Fut: Future<Output = R> + 'static,
 {
+    gate?;
     let tp = shard.groups.topic_partition(group);
     let owner = shard.owner(&tp);
     shard
@@ -87,6 +105,7 @@ async fn ensure_offsets_topic(shard: &Rc<BrokerShard>) -> Result<(), GroupError>
 
 pub async fn find_coordinator(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     req: gm::FindCoordinatorRequest,
     listener: ListenerIndex,
     v: i16,
@@ -106,7 +125,11 @@ pub async fn find_coordinator(
         resp.encode(&mut b.w, v);
         return;
     }
-    match locate(shard, &req.key, listener).await {
+    let located = match gate(access, Operation::Describe, &req.key) {
+        Ok(()) => locate(shard, &req.key, listener).await,
+        Err(e) => Err(e),
+    };
+    match located {
         Ok((node_id, host, port)) => {
             resp.node_id = node_id;
             resp.host = host;
@@ -147,6 +170,7 @@ async fn locate(
 
 pub async fn join_group(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     req: gm::JoinGroupRequest,
     client_id: String,
     client_host: String,
@@ -175,7 +199,8 @@ pub async fn join_group(
         },
     };
     let group = req.group_id.clone();
-    let answer = on_coordinator(shard, &req.group_id, move |s| async move {
+    let gated = gate(access, Operation::Read, &req.group_id);
+    let answer = on_coordinator(shard, gated, &req.group_id, move |s| async move {
         s.groups.join(&*s, &group, join).await
     })
     .await
@@ -201,7 +226,13 @@ pub async fn join_group(
     .encode(&mut b.w, v);
 }
 
-pub async fn sync_group(shard: &Rc<BrokerShard>, req: gm::SyncGroupRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn sync_group(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: gm::SyncGroupRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let sync = SyncRequest {
         member_id: req.member_id,
         instance_id: req.group_instance_id,
@@ -215,7 +246,8 @@ pub async fn sync_group(shard: &Rc<BrokerShard>, req: gm::SyncGroupRequest, v: i
             .collect(),
     };
     let group = req.group_id.clone();
-    let answer = on_coordinator(shard, &req.group_id, move |s| async move {
+    let gated = gate(access, Operation::Read, &req.group_id);
+    let answer = on_coordinator(shard, gated, &req.group_id, move |s| async move {
         s.groups.sync(&*s, &group, sync).await
     })
     .await
@@ -230,9 +262,16 @@ pub async fn sync_group(shard: &Rc<BrokerShard>, req: gm::SyncGroupRequest, v: i
     .encode(&mut b.w, v);
 }
 
-pub async fn heartbeat(shard: &Rc<BrokerShard>, req: gm::HeartbeatRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn heartbeat(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: gm::HeartbeatRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let group = req.group_id.clone();
-    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+    let gated = gate(access, Operation::Read, &req.group_id);
+    let result = on_coordinator(shard, gated, &req.group_id, move |s| async move {
         let instance = req.group_instance_id.as_deref();
         s.groups
             .heartbeat(&*s, &group, &req.member_id, instance, req.generation_id)
@@ -247,7 +286,13 @@ pub async fn heartbeat(shard: &Rc<BrokerShard>, req: gm::HeartbeatRequest, v: i1
     .encode(&mut b.w, v);
 }
 
-pub async fn leave_group(shard: &Rc<BrokerShard>, req: gm::LeaveGroupRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn leave_group(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: gm::LeaveGroupRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let members: Vec<(String, Option<String>)> = req
         .members
         .iter()
@@ -255,7 +300,8 @@ pub async fn leave_group(shard: &Rc<BrokerShard>, req: gm::LeaveGroupRequest, v:
         .collect();
     let group = req.group_id.clone();
     let asked = members.clone();
-    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+    let gated = gate(access, Operation::Read, &req.group_id);
+    let result = on_coordinator(shard, gated, &req.group_id, move |s| async move {
         s.groups.leave(&*s, &group, asked).await
     })
     .await
@@ -312,7 +358,23 @@ fn all_failed(topics: &[(String, Vec<i32>)], e: GroupError) -> Vec<(String, i32,
         .collect()
 }
 
-pub async fn offset_commit(shard: &Rc<BrokerShard>, req: go::OffsetCommitRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn offset_commit(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: go::OffsetCommitRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    // Topics the caller may not read are answered TOPIC_AUTHORIZATION_FAILED.
+    let mut req = req;
+    let (readable, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.topics)
+        .into_iter()
+        .partition(|t| access.allows_topic(Operation::Read, &t.topic));
+    req.topics = readable;
+    let refused: Vec<(String, Vec<i32>)> = refused
+        .into_iter()
+        .map(|t| (t.topic, t.partitions.iter().map(|p| p.partition_index).collect()))
+        .collect();
     let asked: Vec<(String, Vec<i32>)> = req
         .topics
         .iter()
@@ -343,12 +405,14 @@ pub async fn offset_commit(shard: &Rc<BrokerShard>, req: go::OffsetCommitRequest
         generation: if v == 0 { -1 } else { req.generation_id },
     };
     let group = req.group_id.clone();
-    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+    let gated = gate(access, Operation::Read, &req.group_id);
+    let result = on_coordinator(shard, gated, &req.group_id, move |s| async move {
         s.groups.commit(&*s, &group, who, entries).await
     })
     .await
     .and_then(|r| r);
-    let results = result.unwrap_or_else(|e| all_failed(&asked, e));
+    let mut results = result.unwrap_or_else(|e| all_failed(&asked, e));
+    results.extend(all_failed(&refused, GroupError::TopicAuthorizationFailed));
     go::OffsetCommitResponse {
         throttle_time_ms: 0,
         topics: by_topic(results),
@@ -356,13 +420,21 @@ pub async fn offset_commit(shard: &Rc<BrokerShard>, req: go::OffsetCommitRequest
     .encode(&mut b.w, v);
 }
 
-pub async fn offset_fetch(shard: &Rc<BrokerShard>, req: go::OffsetFetchRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn offset_fetch(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: go::OffsetFetchRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let wanted: Option<Vec<(String, Vec<i32>)>> = req
         .topics
         .map(|ts| ts.into_iter().map(|t| (t.topic, t.partitions)).collect());
+    let every = wanted.is_none();
     let asked = wanted.clone();
     let group = req.group_id.clone();
-    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+    let gated = gate(access, Operation::Describe, &req.group_id);
+    let result = on_coordinator(shard, gated, &req.group_id, move |s| async move {
         s.groups.fetch_offsets(&*s, &group, asked).await
     })
     .await
@@ -378,14 +450,20 @@ pub async fn offset_fetch(shard: &Rc<BrokerShard>, req: go::OffsetFetchRequest, 
             (code, none.collect())
         }
     };
-    let topics = TopicPartitions::from_runs(found.into_iter().map(|(topic, partition, o)| {
+    // A topic the caller may not describe: left out of "every topic",
+    // TOPIC_AUTHORIZATION_FAILED where named.
+    let described = |t: &str| access.allows_topic(Operation::Describe, t);
+    let found = found.into_iter().filter(|(t, _, _)| !every || described(t));
+    let topics = TopicPartitions::from_runs(found.map(|(topic, partition, o)| {
+        let o = o.filter(|_| described(&topic));
+        let denied = (!described(&topic)).then_some(ErrorCode::TopicAuthorizationFailed.code());
         let entry = go::OffsetFetchPartitionResult {
             partition_index: partition,
             committed_offset: o.as_ref().map_or(Offset::NONE, |o| Offset(o.offset)),
             committed_leader_epoch: o.as_ref().map_or(LeaderEpoch::NONE, |o| LeaderEpoch(o.leader_epoch)),
             metadata: Some(o.map(|o| o.metadata).unwrap_or_default()),
             // Below v2 there is no group-level error: each partition has it.
-            error_code: if v < 2 { error } else { 0 },
+            error_code: denied.unwrap_or(if v < 2 { error } else { 0 }),
         };
         (topic, entry)
     }));
@@ -397,24 +475,37 @@ pub async fn offset_fetch(shard: &Rc<BrokerShard>, req: go::OffsetFetchRequest, 
     .encode(&mut b.w, v);
 }
 
-pub async fn offset_delete(shard: &Rc<BrokerShard>, req: go::OffsetDeleteRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn offset_delete(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: go::OffsetDeleteRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let asked: Vec<(String, Vec<i32>)> = req
         .topics
         .iter()
         .map(|t| (t.topic.clone(), t.partitions.clone()))
         .collect();
+    let (asked, refused): (Vec<_>, Vec<_>) = asked
+        .into_iter()
+        .partition(|(t, _)| access.allows_topic(Operation::Read, t));
     let partitions: Vec<(String, i32)> = asked
         .iter()
         .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
         .collect();
     let group = req.group_id.clone();
-    let result = on_coordinator(shard, &req.group_id, move |s| async move {
+    let gated = gate(access, Operation::Delete, &req.group_id);
+    let result = on_coordinator(shard, gated, &req.group_id, move |s| async move {
         s.groups.delete_offsets(&*s, &group, partitions).await
     })
     .await
     .and_then(|r| r);
     let (error, topics) = match result {
-        Ok(rs) => (0, by_topic(rs)),
+        Ok(mut rs) => {
+            rs.extend(all_failed(&refused, GroupError::TopicAuthorizationFailed));
+            (0, by_topic(rs))
+        }
         Err(e) => (error_map::group(e).code(), Vec::new()),
     };
     go::OffsetDeleteResponse {
@@ -425,7 +516,13 @@ pub async fn offset_delete(shard: &Rc<BrokerShard>, req: go::OffsetDeleteRequest
     .encode(&mut b.w, v);
 }
 
-pub async fn list_groups(shard: &Rc<BrokerShard>, req: ga::ListGroupsRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn list_groups(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: ga::ListGroupsRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let mut groups = Vec::new();
     let mut error = 0;
     for s in 0..shard.shard_count() {
@@ -443,12 +540,14 @@ pub async fn list_groups(shard: &Rc<BrokerShard>, req: ga::ListGroupsRequest, v:
         |filter: &[String], value: &str| filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value));
     let wanted =
         |state: &str| in_filter(&req.states_filter, state) && in_filter(&req.types_filter, ga::GROUP_TYPE_CLASSIC);
+    // Describe on the cluster lists every group; else those the caller may describe.
+    let all = access.allows_cluster(Operation::Describe);
     ga::ListGroupsResponse {
         throttle_time_ms: 0,
         error_code: error,
         groups: groups
             .into_iter()
-            .filter(|g| wanted(g.state))
+            .filter(|g| wanted(g.state) && (all || access.allows_group(Operation::Describe, &g.group_id)))
             .map(|g| ga::ListedGroup {
                 group_id: g.group_id,
                 protocol_type: g.protocol_type,
@@ -460,12 +559,19 @@ pub async fn list_groups(shard: &Rc<BrokerShard>, req: ga::ListGroupsRequest, v:
     .encode(&mut b.w, v);
 }
 
-pub async fn describe_groups(shard: &Rc<BrokerShard>, req: ga::DescribeGroupsRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn describe_groups(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: ga::DescribeGroupsRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let mut out = Vec::with_capacity(req.groups.len().min(1024));
     for group_id in req.groups.iter().cloned() {
         let g = group_id.clone();
         let described = on_coordinator(
             shard,
+            gate(access, Operation::Describe, &group_id),
             &group_id,
             move |s| async move { s.groups.describe(&*s, &g).await },
         )
@@ -510,13 +616,22 @@ pub async fn describe_groups(shard: &Rc<BrokerShard>, req: ga::DescribeGroupsReq
     .encode(&mut b.w, v);
 }
 
-pub async fn delete_groups(shard: &Rc<BrokerShard>, req: ga::DeleteGroupsRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn delete_groups(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: ga::DeleteGroupsRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
     let mut results = Vec::with_capacity(req.groups_names.len().min(1024));
     for group_id in req.groups_names {
         let g = group_id.clone();
-        let r = on_coordinator(shard, &group_id, move |s| async move { s.groups.delete(&*s, &g).await })
-            .await
-            .and_then(|r| r);
+        let gated = gate(access, Operation::Delete, &group_id);
+        let r = on_coordinator(shard, gated, &group_id, move |s| async move {
+            s.groups.delete(&*s, &g).await
+        })
+        .await
+        .and_then(|r| r);
         results.push(ga::DeletableGroupResult {
             group_id,
             error_code: result_code(&r),
@@ -534,19 +649,29 @@ pub async fn delete_groups(shard: &Rc<BrokerShard>, req: ga::DeleteGroupsRequest
 /// does without a transactional id). Transactions are refused.
 pub async fn init_producer_id(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     req: ferrite_protocol::init_producer_id::InitProducerIdRequest,
     v: i16,
     b: &mut ResponseBuilder,
 ) {
     use ferrite_protocol::init_producer_id::InitProducerIdResponse;
-    let answer = if req.transactional_id.is_some() {
-        InitProducerIdResponse {
-            error_code: ErrorCode::InvalidRequest.code(),
-            producer_id: ProducerId::NONE,
-            producer_epoch: -1,
+    use ferrite_security::acl::ResourceType;
+    let refused = |code: ErrorCode| InitProducerIdResponse {
+        error_code: code.code(),
+        producer_id: ProducerId::NONE,
+        producer_epoch: -1,
+    };
+    // An idempotent producer needs IdempotentWrite on the cluster, or Write
+    // on some topic (KIP-679).
+    let idempotent =
+        access.allows_cluster(Operation::IdempotentWrite) || access.allows_any(Operation::Write, ResourceType::Topic);
+    let answer = match &req.transactional_id {
+        Some(id) if !access.allows(Operation::Write, ResourceType::TransactionalId, id) => {
+            refused(ErrorCode::TransactionalIdAuthorizationFailed)
         }
-    } else {
-        match shard.producer_ids.next(|| reserve_producer_ids(shard)).await {
+        Some(_) => refused(ErrorCode::InvalidRequest),
+        None if !idempotent => refused(ErrorCode::ClusterAuthorizationFailed),
+        None => match shard.producer_ids.next(|| reserve_producer_ids(shard)).await {
             Ok(id) => InitProducerIdResponse {
                 error_code: 0,
                 producer_id: id,
@@ -554,13 +679,9 @@ pub async fn init_producer_id(
             },
             Err(e) => {
                 tracing::warn!(error = %e, "no producer id");
-                InitProducerIdResponse {
-                    error_code: ErrorCode::CoordinatorNotAvailable.code(),
-                    producer_id: ProducerId::NONE,
-                    producer_epoch: -1,
-                }
+                refused(ErrorCode::CoordinatorNotAvailable)
             }
-        }
+        },
     };
     answer.encode(&mut b.w, v);
 }

@@ -3,6 +3,8 @@
 //! an older controller sends them), a follower's OffsetForLeaderEpoch, and
 //! a broker's ControlledShutdown to the controller.
 
+use super::access::Access;
+use ferrite_security::acl::Operation;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -47,7 +49,12 @@ fn refuse(rpc: &ControllerRpc, error: ErrorCode, b: &mut ResponseBuilder) {
     }
 }
 
-pub async fn controller_request(shard: &Rc<BrokerShard>, rpc: ControllerRpc, b: &mut ResponseBuilder) {
+pub async fn controller_request(shard: &Rc<BrokerShard>, access: &Access, rpc: ControllerRpc, b: &mut ResponseBuilder) {
+    // Only a broker (ClusterAction on the cluster) gives a broker orders.
+    if !access.allows_cluster(Operation::ClusterAction) {
+        refuse(&rpc, ErrorCode::ClusterAuthorizationFailed, b);
+        return;
+    }
     let Some(cluster) = shard.cluster().cloned() else {
         // A broker outside any cluster takes no controller's orders.
         refuse(&rpc, ErrorCode::NotController, b);
@@ -182,14 +189,35 @@ async fn leader_and_isr(
 /// OffsetForLeaderEpoch: where each asked epoch ends in this leader's log.
 pub async fn offset_for_leader_epoch(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     req: OffsetForLeaderEpochRequest,
     v: i16,
     b: &mut ResponseBuilder,
 ) {
+    // A follower's needs ClusterAction; a consumer's, Describe on the topic.
+    let follower = req.replica_id.0 >= 0;
+    let replica_ok = !follower || access.allows_cluster(Operation::ClusterAction);
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
+        let refused = match (
+            replica_ok,
+            follower || access.allows_topic(Operation::Describe, &t.topic),
+        ) {
+            (false, _) => Some(ErrorCode::ClusterAuthorizationFailed),
+            (true, false) => Some(ErrorCode::TopicAuthorizationFailed),
+            (true, true) => None,
+        };
         for p in t.partitions {
+            if let Some(code) = refused {
+                partitions.push(EpochEndOffset {
+                    error_code: code.code(),
+                    partition: p.partition,
+                    leader_epoch: LeaderEpoch::NONE,
+                    end_offset: Offset(-1),
+                });
+                continue;
+            }
             let tp = TopicPartition::new(t.topic.clone(), p.partition);
             let owner = shard.owner(&tp);
             let (current, requested) = (p.current_leader_epoch, p.leader_epoch);
@@ -253,7 +281,19 @@ fn epoch_end(
 
 /// ControlledShutdown, on the controller: moves the broker's leaderships
 /// away and answers with the partitions it still leads.
-pub async fn controlled_shutdown(shard: &Rc<BrokerShard>, req: ControlledShutdownRequest, b: &mut ResponseBuilder) {
+pub async fn controlled_shutdown(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: ControlledShutdownRequest,
+    b: &mut ResponseBuilder,
+) {
+    if !access.allows_cluster(Operation::ClusterAction) {
+        let refused = ControlledShutdownResponse {
+            error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+            remaining_partitions: Vec::new(),
+        };
+        return refused.encode(&mut b.w);
+    }
     let answer = match shard.cluster() {
         Some(cluster) if cluster.is_controller() => {
             let broker = req.broker_id;
@@ -277,7 +317,20 @@ pub async fn controlled_shutdown(shard: &Rc<BrokerShard>, req: ControlledShutdow
 /// ElectLeaders (preferred): hands the election to the controller (through
 /// `/admin/preferred_replica_election`) and answers at once; the leaders
 /// move as the controller gets to them.
-pub async fn elect_leaders(shard: &Rc<BrokerShard>, req: ElectLeadersRequest, v: i16, b: &mut ResponseBuilder) {
+pub async fn elect_leaders(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: ElectLeadersRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    if !access.allows_cluster(Operation::Alter) {
+        let refused = ElectLeadersResponse {
+            error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+            results: Vec::new(),
+        };
+        return refused.encode(&mut b.w, v);
+    }
     let named: Option<Vec<TopicPartition>> = req.topics.as_ref().map(|ts| {
         ts.iter()
             .flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic.clone(), *p)))

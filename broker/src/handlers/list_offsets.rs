@@ -92,13 +92,42 @@ async fn own_replica_end(shard: &Rc<BrokerShard>, tp: TopicPartition) -> Result<
         .unwrap_or(Err(ErrorCode::KafkaStorageError))
 }
 
+/// Answers ListOffsets: topics the caller may not describe are answered
+/// TOPIC_AUTHORIZATION_FAILED, the others looked up.
 pub async fn list_offsets(
     shard: &Rc<BrokerShard>,
-    l: ListOffsetsRequest,
+    access: &super::access::Access,
+    mut l: ListOffsetsRequest,
     v: i16,
     flexible: bool,
     b: &mut ResponseBuilder,
 ) {
+    use ferrite_security::acl::Operation;
+    let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut l.topics)
+        .into_iter()
+        .partition(|t| access.allows_topic(Operation::Describe, &t.name));
+    l.topics = allowed;
+    let mut out = look_up(shard, l, v).await;
+    out.extend(refused.into_iter().map(|t| {
+        ListOffsetsTopicResponse {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| ListOffsetsPartitionResponse {
+                    index: p.index,
+                    error: ErrorCode::TopicAuthorizationFailed.code(),
+                    timestamp: TimestampMs::NONE,
+                    offset: Offset::NONE,
+                    leader_epoch: LeaderEpoch::NONE,
+                })
+                .collect(),
+            name: t.name,
+        }
+    }));
+    encode_response(&mut b.w, v, flexible, &out);
+}
+
+async fn look_up(shard: &Rc<BrokerShard>, l: ListOffsetsRequest, v: i16) -> Vec<ListOffsetsTopicResponse> {
     if l.replica_id == DEBUGGING_REPLICA_ID && shard.replicas.is_some() {
         let mut out = Vec::with_capacity(l.topics.len());
         for t in l.topics {
@@ -118,8 +147,7 @@ pub async fn list_offsets(
                 partitions,
             });
         }
-        encode_response(&mut b.w, v, flexible, &out);
-        return;
+        return out;
     }
     let meta = shard.meta();
     let mut out = Vec::with_capacity(l.topics.len());
@@ -157,5 +185,5 @@ pub async fn list_offsets(
             partitions,
         });
     }
-    encode_response(&mut b.w, v, flexible, &out);
+    out
 }

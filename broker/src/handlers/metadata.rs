@@ -9,6 +9,7 @@ use std::rc::Rc;
 use ferrite_controller::{topic, BrokerMeta, ClusterMeta, ControllerError};
 
 use crate::error_map;
+use crate::handlers::access::Access;
 use crate::handlers::ListenerIndex;
 use crate::shard::{AdminError, AdminOp, BrokerShard};
 use ferrite_protocol::authorized_operations as ops;
@@ -16,6 +17,8 @@ use ferrite_protocol::describe_cluster;
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::metadata::{BrokerEntry, MetadataRequest, MetadataResponse, PartitionEntry, TopicEntry};
 use ferrite_protocol::response::ResponseBuilder;
+use ferrite_security::acl::Operation;
+use std::sync::Arc;
 
 /// Where a client that came in on `listener` reaches broker `b`: the
 /// address `b` advertises for that listener. Only this broker has other
@@ -109,8 +112,9 @@ pub async fn auto_create(shard: &Rc<BrokerShard>, name: &str) -> Result<(), Admi
 
 pub async fn metadata(
     shard: &Rc<BrokerShard>,
+    access: &Access,
+    caller: &crate::handlers::Caller,
     req: &MetadataRequest,
-    listener: ListenerIndex,
     v: i16,
     flexible: bool,
     b: &mut ResponseBuilder,
@@ -119,7 +123,13 @@ pub async fn metadata(
     let mut topics = Vec::new();
     let mut created = 0usize;
     match &req.topics {
-        None => topics.extend(meta.topics.keys().filter_map(|n| entry(&meta, n))),
+        // Every topic the caller may describe (Kafka leaves the others out).
+        None => topics.extend(
+            meta.topics
+                .keys()
+                .filter(|n| access.allows_topic(Operation::Describe, n))
+                .filter_map(|n| entry(&meta, n)),
+        ),
         Some(wanted) => {
             for t in wanted {
                 let name = match &t.name {
@@ -132,35 +142,15 @@ pub async fn metadata(
                         }
                     },
                 };
-                if let Some(e) = entry(&meta, &name) {
-                    topics.push(e);
-                    continue;
-                }
-                if topic::validate_name(&name).is_err() {
-                    topics.push(missing(Some(name), ErrorCode::InvalidTopicException));
-                    continue;
-                }
-                if !(shard.config.auto_create_topics && req.allow_auto_topic_creation)
-                    || created >= AUTO_CREATE_PER_REQUEST_MAX
-                {
-                    topics.push(missing(Some(name), ErrorCode::UnknownTopicOrPartition));
-                    continue;
-                }
-                created += 1;
-                match auto_create(shard, &name).await {
-                    Ok(()) => {
-                        meta = shard.meta();
-                        topics.push(
-                            entry(&meta, &name).unwrap_or_else(|| missing(Some(name), ErrorCode::LeaderNotAvailable)),
-                        );
-                    }
-                    Err(e) => topics.push(missing(Some(name), error_map::admin(&e))),
-                }
+                let create = req.allow_auto_topic_creation && created < AUTO_CREATE_PER_REQUEST_MAX;
+                let (e, made) = named(shard, access, &mut meta, name, create).await;
+                created += usize::from(made);
+                topics.push(e);
             }
         }
     }
     MetadataResponse {
-        brokers: brokers(shard, &meta, listener),
+        brokers: brokers(shard, &meta, caller.listener),
         cluster_id: Some(meta.cluster_id.clone()),
         controller_id: meta.controller.0,
         topics,
@@ -168,6 +158,42 @@ pub async fn metadata(
         topic_authorized_operations: ops::if_asked(req.include_topic_authorized_operations, ops::TOPIC),
     }
     .encode(&mut b.w, v, flexible);
+}
+
+/// A topic Metadata names: its entry, or why not; and whether it was
+/// auto-created for it (`create`: the request allows that, within the
+/// request's bound). A topic the caller may not describe, or may not create
+/// where it would be created, is TOPIC_AUTHORIZATION_FAILED.
+async fn named(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    meta: &mut Arc<ClusterMeta>,
+    name: String,
+    create: bool,
+) -> (TopicEntry, bool) {
+    if !access.allows_topic(Operation::Describe, &name) {
+        return (missing(Some(name), ErrorCode::TopicAuthorizationFailed), false);
+    }
+    if let Some(e) = entry(meta, &name) {
+        return (e, false);
+    }
+    if topic::validate_name(&name).is_err() {
+        return (missing(Some(name), ErrorCode::InvalidTopicException), false);
+    }
+    if !(shard.config.auto_create_topics && create) {
+        return (missing(Some(name), ErrorCode::UnknownTopicOrPartition), false);
+    }
+    if !access.may_create_topic(&name) {
+        return (missing(Some(name), ErrorCode::TopicAuthorizationFailed), false);
+    }
+    match auto_create(shard, &name).await {
+        Ok(()) => {
+            *meta = shard.meta();
+            let e = entry(meta, &name).unwrap_or_else(|| missing(Some(name), ErrorCode::LeaderNotAvailable));
+            (e, true)
+        }
+        Err(e) => (missing(Some(name), error_map::admin(&e)), true),
+    }
 }
 
 pub fn describe_cluster(

@@ -1,6 +1,8 @@
 //! Request handlers: one file per API family. Each builds its response body
 //! into a [`ResponseBuilder`] after the response header.
 
+pub mod access;
+mod acls;
 mod admin;
 mod configs;
 mod fetch;
@@ -113,9 +115,10 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: &Caller, mut ef
     let flexible = req.flexible;
     let mut b = ResponseBuilder::new();
     write_response_header(&mut b.w, req.header.correlation_id, req.api, flexible);
+    let access = access::Access::of(shard, caller.principal.clone(), caller.peer);
     match req.body {
         RequestBody::ApiVersions(_) => api_versions::encode_response(&mut b.w, v, ErrorCode::None),
-        RequestBody::Metadata(m) => Box::pin(metadata::metadata(shard, &m, caller.listener, v, flexible, &mut b)).await,
+        RequestBody::Metadata(m) => Box::pin(metadata::metadata(shard, &access, caller, &m, v, flexible, &mut b)).await,
         RequestBody::DescribeCluster {
             include_cluster_authorized_operations,
         } => metadata::describe_cluster(shard, caller.listener, v, include_cluster_authorized_operations, &mut b),
@@ -123,38 +126,23 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: &Caller, mut ef
             if p.acks == 0 {
                 // No answer, as asked; on an error the connection is closed
                 // (as Kafka does) so the producer refreshes its metadata.
-                let ok = Box::pin(produce::produce(shard, p, v, flexible, &mut b, &mut effect)).await;
+                let ok = Box::pin(produce::produce(shard, &access, p, v, flexible, &mut b, &mut effect)).await;
                 return if ok { Reply::Nothing } else { Reply::Close };
             }
-            Box::pin(produce::produce(shard, p, v, flexible, &mut b, &mut effect)).await;
+            Box::pin(produce::produce(shard, &access, p, v, flexible, &mut b, &mut effect)).await;
             #[cfg(feature = "fault-injection")]
             if shard.drop_this_produce_answer() {
                 tracing::warn!("fault injection: produce appended, answer dropped");
                 return Reply::Close;
             }
         }
-        RequestBody::Fetch(f) => Box::pin(fetch::fetch(shard, f, v, flexible, &mut b)).await,
-        RequestBody::ListOffsets(l) => Box::pin(list_offsets::list_offsets(shard, l, v, flexible, &mut b)).await,
-        RequestBody::CreateTopics(c) => Box::pin(admin::create_topics(shard, c, v, flexible, &mut b)).await,
-        RequestBody::DeleteTopics(d) => Box::pin(admin::delete_topics(shard, d, v, flexible, &mut b)).await,
-        RequestBody::CreatePartitions(c) => Box::pin(admin::create_partitions(shard, c, flexible, &mut b)).await,
-        RequestBody::DescribeConfigs(d) => configs::describe_configs(shard, d, v, flexible, &mut b),
-        RequestBody::AlterConfigs(a) => Box::pin(configs::alter_configs(shard, a, flexible, &mut b)).await,
-        RequestBody::IncrementalAlterConfigs(a) => {
-            Box::pin(configs::incremental_alter_configs(shard, a, flexible, &mut b)).await
+        RequestBody::Fetch(f) => Box::pin(fetch::fetch(shard, &access, f, v, flexible, &mut b)).await,
+        RequestBody::ListOffsets(l) => {
+            Box::pin(list_offsets::list_offsets(shard, &access, l, v, flexible, &mut b)).await
         }
-        RequestBody::Controller(rpc) => Box::pin(inter_broker::controller_request(shard, rpc, &mut b)).await,
-        RequestBody::ControlledShutdown(c) => Box::pin(inter_broker::controlled_shutdown(shard, c, &mut b)).await,
-        RequestBody::OffsetForLeaderEpoch(o) => {
-            Box::pin(inter_broker::offset_for_leader_epoch(shard, o, v, &mut b)).await
-        }
-        RequestBody::SaslHandshake(_) | RequestBody::SaslAuthenticate(_) => return sasl::refused(&req),
-        RequestBody::DescribeUserScramCredentials(d) => scram_users::describe(shard, d, &mut b),
-        RequestBody::AlterUserScramCredentials(a) => Box::pin(scram_users::alter(shard, a, &mut b)).await,
-        RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, e, v, &mut b)).await,
-        RequestBody::InitProducerId(i) => Box::pin(groups::init_producer_id(shard, i, v, &mut b)).await,
+        RequestBody::InitProducerId(i) => Box::pin(groups::init_producer_id(shard, &access, i, v, &mut b)).await,
         RequestBody::FindCoordinator(f) => {
-            Box::pin(groups::find_coordinator(shard, f, caller.listener, v, &mut b)).await
+            Box::pin(groups::find_coordinator(shard, &access, f, caller.listener, v, &mut b)).await
         }
         RequestBody::JoinGroup(j) => {
             let client_id = req.header.client_id.clone().unwrap_or_default();
@@ -162,18 +150,79 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: &Caller, mut ef
                 .peer
                 .map(|p| format!("/{}", p.ip()))
                 .unwrap_or_else(|| "/unknown".into());
-            Box::pin(groups::join_group(shard, j, client_id, host, v, &mut b)).await
+            Box::pin(groups::join_group(shard, &access, j, client_id, host, v, &mut b)).await
         }
-        RequestBody::SyncGroup(s) => Box::pin(groups::sync_group(shard, s, v, &mut b)).await,
-        RequestBody::Heartbeat(h) => Box::pin(groups::heartbeat(shard, h, v, &mut b)).await,
-        RequestBody::LeaveGroup(l) => Box::pin(groups::leave_group(shard, l, v, &mut b)).await,
-        RequestBody::OffsetCommit(c) => Box::pin(groups::offset_commit(shard, c, v, &mut b)).await,
-        RequestBody::OffsetFetch(f) => Box::pin(groups::offset_fetch(shard, f, v, &mut b)).await,
-        RequestBody::OffsetDelete(d) => Box::pin(groups::offset_delete(shard, d, v, &mut b)).await,
-        RequestBody::ListGroups(l) => Box::pin(groups::list_groups(shard, l, v, &mut b)).await,
-        RequestBody::DescribeGroups(d) => Box::pin(groups::describe_groups(shard, d, v, &mut b)).await,
-        RequestBody::DeleteGroups(d) => Box::pin(groups::delete_groups(shard, d, v, &mut b)).await,
+        RequestBody::SyncGroup(s) => Box::pin(groups::sync_group(shard, &access, s, v, &mut b)).await,
+        RequestBody::Heartbeat(h) => Box::pin(groups::heartbeat(shard, &access, h, v, &mut b)).await,
+        RequestBody::LeaveGroup(l) => Box::pin(groups::leave_group(shard, &access, l, v, &mut b)).await,
+        RequestBody::OffsetCommit(c) => Box::pin(groups::offset_commit(shard, &access, c, v, &mut b)).await,
+        RequestBody::OffsetFetch(f) => Box::pin(groups::offset_fetch(shard, &access, f, v, &mut b)).await,
+        RequestBody::OffsetDelete(d) => Box::pin(groups::offset_delete(shard, &access, d, v, &mut b)).await,
+        RequestBody::ListGroups(l) => Box::pin(groups::list_groups(shard, &access, l, v, &mut b)).await,
+        RequestBody::DescribeGroups(d) => Box::pin(groups::describe_groups(shard, &access, d, v, &mut b)).await,
+        RequestBody::DeleteGroups(d) => Box::pin(groups::delete_groups(shard, &access, d, v, &mut b)).await,
+        body => {
+            if let Some(early) = Box::pin(admin_request(shard, &access, body, (&req.header, flexible), &mut b)).await {
+                return early;
+            }
+        }
     }
     effect.mark();
     Reply::of(b)
+}
+
+/// The administrative, inter-broker and security requests (dispatch's
+/// other half); `Some` for a reply of its own instead of `b`.
+async fn admin_request(
+    shard: &Rc<BrokerShard>,
+    access: &access::Access,
+    body: RequestBody,
+    (header, flexible): (&RequestHeader, bool),
+    b: &mut ResponseBuilder,
+) -> Option<Reply> {
+    let v = header.api_version;
+    match body {
+        RequestBody::CreateTopics(c) => Box::pin(admin::create_topics(shard, access, c, v, flexible, b)).await,
+        RequestBody::DeleteTopics(d) => Box::pin(admin::delete_topics(shard, access, d, v, flexible, b)).await,
+        RequestBody::CreatePartitions(c) => Box::pin(admin::create_partitions(shard, access, c, flexible, b)).await,
+        RequestBody::DescribeConfigs(d) => configs::describe_configs(shard, access, d, v, flexible, b),
+        RequestBody::AlterConfigs(a) => Box::pin(configs::alter_configs(shard, access, a, flexible, b)).await,
+        RequestBody::IncrementalAlterConfigs(a) => {
+            Box::pin(configs::incremental_alter_configs(shard, access, a, flexible, b)).await
+        }
+        RequestBody::Controller(rpc) => Box::pin(inter_broker::controller_request(shard, access, rpc, b)).await,
+        RequestBody::ControlledShutdown(c) => Box::pin(inter_broker::controlled_shutdown(shard, access, c, b)).await,
+        RequestBody::OffsetForLeaderEpoch(o) => {
+            Box::pin(inter_broker::offset_for_leader_epoch(shard, access, o, v, b)).await
+        }
+        RequestBody::SaslHandshake(_) | RequestBody::SaslAuthenticate(_) => {
+            return Some(sasl::refused(header, flexible))
+        }
+        RequestBody::DescribeAcls(f) => acls::describe(shard, access, f, v, b),
+        RequestBody::CreateAcls(c) => Box::pin(acls::create(shard, access, c, v, b)).await,
+        RequestBody::DeleteAcls(f) => Box::pin(acls::delete(shard, access, f, v, b)).await,
+        RequestBody::DescribeUserScramCredentials(d) => scram_users::describe(shard, access, d, b),
+        RequestBody::AlterUserScramCredentials(a) => Box::pin(scram_users::alter(shard, access, a, b)).await,
+        RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, access, e, v, b)).await,
+        // Dispatch's own.
+        RequestBody::ApiVersions(_)
+        | RequestBody::Metadata(_)
+        | RequestBody::DescribeCluster { .. }
+        | RequestBody::Produce(_)
+        | RequestBody::Fetch(_)
+        | RequestBody::ListOffsets(_)
+        | RequestBody::InitProducerId(_)
+        | RequestBody::FindCoordinator(_)
+        | RequestBody::JoinGroup(_)
+        | RequestBody::SyncGroup(_)
+        | RequestBody::Heartbeat(_)
+        | RequestBody::LeaveGroup(_)
+        | RequestBody::OffsetCommit(_)
+        | RequestBody::OffsetFetch(_)
+        | RequestBody::OffsetDelete(_)
+        | RequestBody::ListGroups(_)
+        | RequestBody::DescribeGroups(_)
+        | RequestBody::DeleteGroups(_) => {}
+    }
+    None
 }

@@ -17,12 +17,14 @@ use ferrite_engine::{AppendMode, EngineError, LeaderEpoch, Offset, TimestampMs, 
 use ferrite_replication::{Acks, ReplicaOpError, ReplicationError};
 use futures::channel::oneshot;
 
+use super::access::Access;
 use super::metadata::auto_create;
 use crate::error_map;
 use crate::shard::BrokerShard;
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::produce::{encode_response, ProducePartitionResponse, ProduceRequest, ProduceTopicResponse};
 use ferrite_protocol::response::ResponseBuilder;
+use ferrite_security::acl::Operation;
 use ferrite_transport::sequence::Effect;
 
 fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProducePartitionResponse {
@@ -182,6 +184,7 @@ enum Slot {
 /// is marked once every partition's append has its place.
 pub async fn produce(
     shard: &Rc<BrokerShard>,
+    access: &Access,
     p: ProduceRequest,
     v: i16,
     flexible: bool,
@@ -208,10 +211,13 @@ pub async fn produce(
     };
     for t in p.topics {
         let mut meta = shard.meta();
-        if acks_ok
+        let writable = access.allows_topic(Operation::Write, &t.name);
+        if writable
+            && acks_ok
             && meta.topic(&t.name).is_none()
             && shard.config.auto_create_topics
             && created < super::metadata::AUTO_CREATE_PER_REQUEST_MAX
+            && access.may_create_topic(&t.name)
         {
             created += 1;
             if let Err(e) = auto_create(shard, &t.name).await {
@@ -227,6 +233,7 @@ pub async fn produce(
             let known = topic.and_then(|x| x.partition(index));
             let ready = match (acks_ok, known, part.records) {
                 (false, _, _) => Err(failed(index, ErrorCode::InvalidRequiredAcks, None)),
+                _ if !writable => Err(failed(index, ErrorCode::TopicAuthorizationFailed, None)),
                 _ if !valid_name => Err(failed(index, ErrorCode::InvalidTopicException, None)),
                 (_, None, _) => Err(failed(index, ErrorCode::UnknownTopicOrPartition, None)),
                 (_, Some(_), None) => Err(failed(index, ErrorCode::CorruptMessage, Some("null record set".into()))),

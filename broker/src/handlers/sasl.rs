@@ -7,7 +7,6 @@
 use ferrite_protocol::api::ApiKey;
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::header::{write_response_header, RequestHeader};
-use ferrite_protocol::request::Request;
 use ferrite_protocol::response::ResponseBuilder;
 use ferrite_protocol::sasl::{SaslAuthenticateResponse, SaslHandshakeResponse};
 
@@ -44,10 +43,9 @@ pub fn authenticate_reply(
 }
 
 /// A SASL request where no authentication is under way.
-pub fn refused(req: &Request) -> Reply {
-    let (header, flexible) = (&req.header, req.flexible);
-    match req.api {
-        ApiKey::SaslHandshake => handshake_reply(header, ErrorCode::IllegalSaslState, Vec::new()),
+pub fn refused(header: &RequestHeader, flexible: bool) -> Reply {
+    match header.api_key {
+        ferrite_protocol::sasl::HANDSHAKE_KEY => handshake_reply(header, ErrorCode::IllegalSaslState, Vec::new()),
         _ => authenticate_reply(
             header,
             flexible,

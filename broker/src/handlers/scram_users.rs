@@ -25,7 +25,9 @@ use ferrite_protocol::scram_credentials::{
 use ferrite_security::credential::ScramCredential;
 use ferrite_security::Mechanism;
 
+use super::access::Access;
 use crate::shard::{broadcast, BrokerShard};
+use ferrite_security::acl::Operation;
 
 const IN_A_CLUSTER: &str = "SCRAM credentials are kept by standalone brokers only so far (issue #21)";
 
@@ -35,7 +37,20 @@ pub fn credential(meta: &ClusterMeta, user: &str, mechanism: Mechanism) -> Optio
     ScramCredential::parse(text).ok()
 }
 
-pub fn describe(shard: &Rc<BrokerShard>, req: DescribeUserScramCredentialsRequest, b: &mut ResponseBuilder) {
+pub fn describe(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: DescribeUserScramCredentialsRequest,
+    b: &mut ResponseBuilder,
+) {
+    if !access.allows_cluster(Operation::Describe) {
+        let resp = DescribeUserScramCredentialsResponse {
+            error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+            error_message: Some("not authorized".into()),
+            results: Vec::new(),
+        };
+        return resp.encode(&mut b.w);
+    }
     if shard.cluster().is_some() {
         let resp = DescribeUserScramCredentialsResponse {
             error_code: ErrorCode::UnsupportedVersion.code(),
@@ -44,7 +59,18 @@ pub fn describe(shard: &Rc<BrokerShard>, req: DescribeUserScramCredentialsReques
         };
         return resp.encode(&mut b.w);
     }
-    let meta = shard.meta();
+    let results = described(&shard.meta(), req.users);
+    DescribeUserScramCredentialsResponse {
+        error_code: 0,
+        error_message: None,
+        results,
+    }
+    .encode(&mut b.w);
+}
+
+/// Each user's mechanisms and iterations, or why not (named twice, no
+/// credential); null or empty `users`: every user, as Kafka reads it.
+fn described(meta: &ClusterMeta, users: Option<Vec<String>>) -> Vec<UserCredentials> {
     let infos = |user: &str| -> Vec<(i8, i32)> {
         let Some(m) = meta.scram_credentials.get(user) else {
             return Vec::new();
@@ -57,9 +83,9 @@ pub fn describe(shard: &Rc<BrokerShard>, req: DescribeUserScramCredentialsReques
             })
             .collect()
     };
-    let users: Vec<String> = match req.users {
-        None => meta.scram_credentials.keys().cloned().collect(),
-        Some(u) => u,
+    let users: Vec<String> = match users {
+        Some(u) if !u.is_empty() => u,
+        _ => meta.scram_credentials.keys().cloned().collect(),
     };
     let named_twice: BTreeSet<&String> = users
         .iter()
@@ -92,44 +118,47 @@ pub fn describe(shard: &Rc<BrokerShard>, req: DescribeUserScramCredentialsReques
             infos: if code == ErrorCode::None { found } else { Vec::new() },
         });
     }
-    DescribeUserScramCredentialsResponse {
-        error_code: 0,
-        error_message: None,
-        results,
-    }
-    .encode(&mut b.w);
+    results
 }
 
 /// One user's changes: (mechanism name, credential or `None` to delete).
 type Changes = Vec<(String, Option<String>)>;
 
-pub async fn alter(shard: &Rc<BrokerShard>, req: AlterUserScramCredentialsRequest, b: &mut ResponseBuilder) {
-    let mut users: BTreeMap<String, Result<Changes, (ErrorCode, String)>> = BTreeMap::new();
+/// A change asked for one user and mechanism.
+enum Asked<'a> {
+    Delete,
+    Upsert(&'a ferrite_protocol::scram_credentials::Upsertion),
+}
+
+pub async fn alter(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: AlterUserScramCredentialsRequest,
+    b: &mut ResponseBuilder,
+) {
     let meta = shard.meta();
-    let mut named = BTreeSet::new();
-    let mut note = |user: &str, change: Result<(String, Option<String>), (ErrorCode, String)>| {
-        let entry = users.entry(user.to_string()).or_insert(Ok(Vec::new()));
-        match (entry.as_mut(), change) {
-            (Ok(changes), Ok((m, c))) => {
-                if !named.insert((user.to_string(), m.clone())) {
-                    *entry = Err((ErrorCode::DuplicateResource, format!("{m} is named twice for the user")));
-                } else {
-                    changes.push((m, c));
-                }
-            }
-            (Ok(_), Err(e)) => *entry = Err(e),
-            (Err(_), _) => {}
-        }
-    };
+    let mut asked: BTreeMap<&str, Vec<(i8, Asked)>> = BTreeMap::new();
     for (user, t) in &req.deletions {
-        note(user, deletion(&meta, user, *t));
+        asked.entry(user.as_str()).or_default().push((*t, Asked::Delete));
     }
     for u in &req.upsertions {
-        note(&u.name, upsertion(u));
+        asked
+            .entry(u.name.as_str())
+            .or_default()
+            .push((u.mechanism, Asked::Upsert(u)));
     }
-    if shard.cluster().is_some() {
+    let mut users: BTreeMap<String, Result<Changes, (ErrorCode, String)>> = asked
+        .iter()
+        .map(|(user, changes)| (user.to_string(), judge(&meta, user, changes)))
+        .collect();
+    let refused = match (access.allows_cluster(Operation::Alter), shard.cluster().is_some()) {
+        (false, _) => Some((ErrorCode::ClusterAuthorizationFailed, "not authorized".to_string())),
+        (true, true) => Some((ErrorCode::UnsupportedVersion, IN_A_CLUSTER.to_string())),
+        (true, false) => None,
+    };
+    if let Some(refused) = refused {
         for r in users.values_mut() {
-            *r = Err((ErrorCode::UnsupportedVersion, IN_A_CLUSTER.into()));
+            *r = Err(refused.clone());
         }
     }
     let changes: Vec<(String, String, Option<String>)> = users
@@ -152,37 +181,50 @@ pub async fn alter(shard: &Rc<BrokerShard>, req: AlterUserScramCredentialsReques
     AlterUserScramCredentialsResponse { results }.encode(&mut b.w);
 }
 
-fn deletion(meta: &ClusterMeta, user: &str, t: i8) -> Result<(String, Option<String>), (ErrorCode, String)> {
-    let m = mechanism(user, t)?;
-    match credential(meta, user, m) {
-        Some(_) => Ok((m.name().to_string(), None)),
-        None => Err((
-            ErrorCode::ResourceNotFound,
-            format!("the user has no {} credential to delete", m.name()),
-        )),
-    }
-}
-
-fn upsertion(
-    u: &ferrite_protocol::scram_credentials::Upsertion,
-) -> Result<(String, Option<String>), (ErrorCode, String)> {
-    let m = mechanism(&u.name, u.mechanism)?;
-    let iterations = u32::try_from(u.iterations).unwrap_or(0);
-    let c = ScramCredential::from_salted_password(m, &u.salt, &u.salted_password, iterations)
-        .map_err(|e| (ErrorCode::UnacceptableCredential, e.to_string()))?;
-    Ok((m.name().to_string(), Some(c.to_string())))
-}
-
-fn mechanism(user: &str, t: i8) -> Result<Mechanism, (ErrorCode, String)> {
+/// One user's changes, or why none is made, in Kafka's order of checks: the
+/// name, the mechanisms, a mechanism named twice, then each change.
+fn judge(meta: &ClusterMeta, user: &str, asked: &[(i8, Asked)]) -> Result<Changes, (ErrorCode, String)> {
     if user.is_empty() {
         return Err((ErrorCode::UnacceptableCredential, "the user name is empty".into()));
     }
-    Mechanism::from_scram_type(t).ok_or_else(|| {
-        (
-            ErrorCode::UnsupportedSaslMechanism,
-            format!("mechanism {t}: 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512)"),
-        )
-    })
+    let mut seen = BTreeSet::new();
+    let mut mechanisms = Vec::with_capacity(asked.len());
+    for (t, _) in asked {
+        let m = Mechanism::from_scram_type(*t).ok_or_else(|| {
+            (
+                ErrorCode::UnsupportedSaslMechanism,
+                format!("mechanism {t}: 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512)"),
+            )
+        })?;
+        mechanisms.push(m);
+    }
+    for m in &mechanisms {
+        if !seen.insert(*m) {
+            return Err((
+                ErrorCode::DuplicateResource,
+                format!("{} is named twice for the user", m.name()),
+            ));
+        }
+    }
+    let mut changes = Vec::new();
+    for (m, (_, change)) in mechanisms.into_iter().zip(asked) {
+        match change {
+            Asked::Delete if credential(meta, user, m).is_none() => {
+                return Err((
+                    ErrorCode::ResourceNotFound,
+                    format!("the user has no {} credential to delete", m.name()),
+                ))
+            }
+            Asked::Delete => changes.push((m.name().to_string(), None)),
+            Asked::Upsert(u) => {
+                let iterations = u32::try_from(u.iterations).unwrap_or(0);
+                let c = ScramCredential::from_salted_password(m, &u.salt, &u.salted_password, iterations)
+                    .map_err(|e| (ErrorCode::UnacceptableCredential, e.to_string()))?;
+                changes.push((m.name().to_string(), Some(c.to_string())));
+            }
+        }
+    }
+    Ok(changes)
 }
 
 /// Writes the changes into the embedded metadata (shard 0) and hands the

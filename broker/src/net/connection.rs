@@ -371,23 +371,43 @@ async fn serve_authenticated<S>(
 ) where
     S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + 'static,
 {
+    let mut carry = SizeCarry::default();
     if let Some(sasl) = &ear.sasl {
-        let receive_max = sasl.receive_bytes_max;
-        let authenticated =
-            super::sasl_gate::authenticate(&shard, &mut stream, raw, &sasl.mechanisms, receive_max, caller.peer).await;
+        let (mechanisms, receive_max) = (&sasl.mechanisms, sasl.receive_bytes_max);
+        let authenticated = super::sasl_gate::authenticate(
+            &shard,
+            &mut stream,
+            raw,
+            mechanisms,
+            receive_max,
+            caller.peer,
+            &mut carry,
+        )
+        .await;
         match authenticated {
             Some(principal) => caller.principal = Rc::new(principal),
-            None => return,
+            None => {
+                if raw.is_none() {
+                    close_session(&mut stream).await;
+                }
+                return;
+            }
         }
     }
-    serve_frames(shard, stream, (sock, raw), caller).await
+    serve_frames(shard, stream, (sock, raw), caller, carry).await
 }
 
 /// Reads frames off `stream` and answers them, in order, until the client
 /// or the broker ends it. `sock`: the socket; `raw`: the same, when bytes
 /// may go to and from it directly (plaintext), `None` under TLS.
-async fn serve_frames<S>(shard: Rc<BrokerShard>, stream: S, (sock, raw): (RawFd, Option<RawFd>), caller: Caller)
-where
+/// `carry`: what was read of the first frame already (by authentication).
+async fn serve_frames<S>(
+    shard: Rc<BrokerShard>,
+    stream: S,
+    (sock, raw): (RawFd, Option<RawFd>),
+    caller: Caller,
+    mut carry: SizeCarry,
+) where
     S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + 'static,
 {
     let peer = caller.peer;
@@ -396,7 +416,6 @@ where
     let (tx, rx) = async_channel::bounded::<glommio::Task<Reply>>(inflight_max);
     let writer = glommio::spawn_local(write_loop(wr, (sock, raw), rx));
     let max = shard.config.socket_request_max_bytes;
-    let mut carry = SizeCarry::default();
     let mut sequencer = Sequencer::default();
     loop {
         let seen = shard.stop_signal.generation();

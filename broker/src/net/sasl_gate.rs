@@ -9,8 +9,11 @@
 //! request, on a frame over `sasl.server.max.receive.size` (a huge token
 //! costs at most that), or when the whole exchange takes longer than
 //! [`AUTHENTICATION_MS_MAX`]. A client is told only that authentication
-//! failed; the reason goes to the log (at INFO, with the peer). Counted in
-//! `ferrite_sasl_authentications_total{mechanism, outcome}`.
+//! failed, [`FAILED_AUTHENTICATION_DELAY_MS`] later; the reason goes to the
+//! log (at INFO, with the peer). The mechanism's work (PLAIN's password
+//! hashing) runs on the blocking pool. Counted in
+//! `ferrite_sasl_authentications_total{mechanism, outcome}` (`ok`,
+//! `failed`, `closed` by the client, `timed_out`).
 
 use std::os::unix::io::RawFd;
 use std::rc::Rc;
@@ -28,6 +31,19 @@ use crate::shard::BrokerShard;
 /// its TLS handshake's end).
 pub const AUTHENTICATION_MS_MAX: u64 = 30_000;
 
+/// How an exchange ended without a principal.
+enum Ended {
+    /// Refused: a failed or out-of-order exchange, a bad frame.
+    Failed,
+    /// The client went away.
+    Closed,
+}
+
+/// A failed authentication is answered this long after (Kafka's
+/// `connection.failed.authentication.delay.ms`): a client guessing
+/// passwords gets a few tries a second per connection, not thousands.
+pub const FAILED_AUTHENTICATION_DELAY_MS: u64 = 100;
+
 /// What comes after a request's answer.
 enum Then {
     Continue,
@@ -37,14 +53,17 @@ enum Then {
 
 /// Authenticates the client on `stream` (`raw`: its socket, for a
 /// plaintext one); its principal, or `None` when the connection is to be
-/// closed.
-pub async fn authenticate<S>(
+/// closed. `carry` is left holding what the last read took of the next
+/// frame (a client may send its next request right behind the last
+/// SaslAuthenticate), for the connection's own reads to start from.
+pub(super) async fn authenticate<S>(
     shard: &Rc<BrokerShard>,
     stream: &mut S,
     raw: Option<RawFd>,
     offered: &[Mechanism],
     receive_max: usize,
     peer: Option<std::net::SocketAddr>,
+    carry: &mut SizeCarry,
 ) -> Option<Principal>
 where
     S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin,
@@ -53,7 +72,10 @@ where
     let mut session = SaslSession::new(offered.to_vec());
     let mut chosen = None;
     let done = futures_lite::future::or(
-        async { Some(exchange(shard, stream, raw, &mut session, &mut chosen, receive_max, peer).await) },
+        async {
+            let limits = (receive_max, peer);
+            Some(exchange(shard, stream, raw, (&mut session, &mut chosen), carry, limits).await)
+        },
         async {
             glommio::timer::sleep(limit).await;
             None
@@ -62,13 +84,17 @@ where
     .await;
     let mechanism = chosen.map(|m: Mechanism| m.name()).unwrap_or("none");
     match done {
-        Some(Some(p)) => {
+        Some(Ok(p)) => {
             crate::metrics::sasl_authentication(mechanism, "ok");
             tracing::debug!(?peer, principal = %p, mechanism, "authenticated");
             Some(p)
         }
-        Some(None) => {
+        Some(Err(Ended::Failed)) => {
             crate::metrics::sasl_authentication(mechanism, "failed");
+            None
+        }
+        Some(Err(Ended::Closed)) => {
+            crate::metrics::sasl_authentication(mechanism, "closed");
             None
         }
         None => {
@@ -83,22 +109,20 @@ async fn exchange<S>(
     shard: &Rc<BrokerShard>,
     stream: &mut S,
     raw: Option<RawFd>,
-    session: &mut SaslSession,
-    chosen: &mut Option<Mechanism>,
-    receive_max: usize,
-    peer: Option<std::net::SocketAddr>,
-) -> Option<Principal>
+    (session, chosen): (&mut SaslSession, &mut Option<Mechanism>),
+    carry: &mut SizeCarry,
+    (receive_max, peer): (usize, Option<std::net::SocketAddr>),
+) -> Result<Principal, Ended>
 where
     S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin,
 {
-    let mut carry = SizeCarry::default();
     loop {
-        let frame = match read_frame(stream, raw, receive_max, &mut carry).await {
+        let frame = match read_frame(stream, raw, receive_max, carry).await {
             Ok(Some(f)) => f,
-            Ok(None) => return None,
+            Ok(None) => return Err(Ended::Closed),
             Err(e) => {
                 tracing::info!(?peer, error = %e, "closing connection before authentication");
-                return None;
+                return Err(Ended::Failed);
             }
         };
         let (reply, then) = match decode_frame(frame.freeze()) {
@@ -108,17 +132,17 @@ where
             }
             Err(e) => {
                 tracing::info!(?peer, error = %e, "closing connection before authentication");
-                return None;
+                return Err(Ended::Failed);
             }
         };
         if let Err(e) = write_replies(stream, raw, &[reply]).await {
             tracing::debug!(?peer, error = %e, "closing connection before authentication");
-            return None;
+            return Err(Ended::Closed);
         }
         match then {
             Then::Continue => {}
-            Then::Authenticated(p) => return Some(p),
-            Then::Close => return None,
+            Then::Authenticated(p) => return Ok(p),
+            Then::Close => return Err(Ended::Failed),
         }
     }
 }
@@ -165,7 +189,7 @@ async fn step(
                 }
             }
         }
-        RequestBody::SaslAuthenticate(a) => match session.authenticate(&a.auth_bytes, &MetaCredentials(shard.meta())) {
+        RequestBody::SaslAuthenticate(a) => match off_the_shard(session, a.auth_bytes, shard.meta()).await {
             Ok(Answer::Challenge(c)) => (
                 sasl::authenticate_reply(&header, flexible, ErrorCode::None, None, c),
                 Then::Continue,
@@ -182,6 +206,7 @@ async fn step(
                     _ => format!("Authentication failed: invalid credentials with SASL mechanism {mechanism}"),
                 };
                 let reply = sasl::authenticate_reply(&header, flexible, code_of(&e), Some(message), Vec::new());
+                glommio::timer::sleep(std::time::Duration::from_millis(FAILED_AUTHENTICATION_DELAY_MS)).await;
                 (reply, Then::Close)
             }
         },
@@ -194,6 +219,25 @@ async fn step(
             (Reply::Nothing, Then::Close)
         }
     }
+}
+
+/// Runs one SaslAuthenticate step on the blocking pool: PLAIN hashes the
+/// password (PBKDF2, milliseconds), which must not stall the shard's other
+/// connections.
+async fn off_the_shard(
+    session: &mut SaslSession,
+    token: bytes::Bytes,
+    meta: std::sync::Arc<ferrite_controller::ClusterMeta>,
+) -> Result<Answer, SecurityError> {
+    let mut owned = std::mem::replace(session, SaslSession::new(Vec::new()));
+    let (back, answer) = glommio::executor()
+        .spawn_blocking(move || {
+            let answer = owned.authenticate(&token, &MetaCredentials(meta));
+            (owned, answer)
+        })
+        .await;
+    *session = back;
+    answer
 }
 
 fn code_of(e: &SecurityError) -> ErrorCode {
