@@ -8,9 +8,11 @@
 //! ferrite acls remove --allow-principal User:alice --operation Read --topic orders
 //! ```
 //!
-//! `--producer` is Write, Describe and Create on the topics (and
-//! IdempotentWrite on the cluster); `--consumer` is Read and Describe on the
-//! topics and Read on the group, as `kafka-acls.sh` has them.
+//! `--producer` is Write, Describe and Create on the topics (with
+//! `--idempotent`, IdempotentWrite on the cluster too); `--consumer` is
+//! Read and Describe on the topics and Read on the group, as `kafka-acls.sh`
+//! has them. `list --topic T` shows every ACL that applies to T, prefixed
+//! and wildcard ones too (a MATCH filter).
 
 use clap::Args;
 use clap::Subcommand;
@@ -63,9 +65,12 @@ pub struct Entries {
     /// DescribeConfigs, AlterConfigs, IdempotentWrite, All (repeatable).
     #[arg(long = "operation")]
     operations: Vec<String>,
-    /// Write, Describe and Create on the topics; IdempotentWrite on the cluster.
+    /// Write, Describe and Create on the topics.
     #[arg(long)]
     producer: bool,
+    /// With --producer: IdempotentWrite on the cluster too.
+    #[arg(long)]
+    idempotent: bool,
     /// Read and Describe on the topics; Read on the groups.
     #[arg(long)]
     consumer: bool,
@@ -169,7 +174,10 @@ fn acls_of(r: &Resources, e: &Entries) -> Result<Vec<Acl>, ClientError> {
         ops.push((0, operation(o)?));
     }
     if e.producer {
-        ops.extend([(TOPIC, 4), (TOPIC, 8), (TOPIC, 5), (CLUSTER, 12)]);
+        ops.extend([(TOPIC, 4), (TOPIC, 8), (TOPIC, 5)]);
+    }
+    if e.producer && e.idempotent {
+        ops.push((CLUSTER, 12));
     }
     if e.consumer {
         ops.extend([(TOPIC, 3), (TOPIC, 8), (GROUP, 3)]);
@@ -178,7 +186,7 @@ fn acls_of(r: &Resources, e: &Entries) -> Result<Vec<Acl>, ClientError> {
         return Err(kafka("name an --operation, or --producer or --consumer".into()));
     }
     let mut resources = named(r);
-    if e.producer && !resources.iter().any(|(t, _)| *t == CLUSTER) {
+    if e.producer && e.idempotent && !resources.iter().any(|(t, _)| *t == CLUSTER) {
         resources.push((CLUSTER, "kafka-cluster".into()));
     }
     if resources.is_empty() {

@@ -219,7 +219,14 @@ impl Authorizer {
                 && a.name == WILDCARD
                 && (a.operation == Operation::All || a.operation == operation)
         });
-        !denied && mine().any(|a| a.permission == Permission::Allow && a.operation.covers(operation))
+        if denied {
+            return false;
+        }
+        // No ACL at all of the type: as `allow.everyone.if.no.acl.found` says.
+        if !self.acls.iter().any(|a| a.resource_type == resource_type) {
+            return self.allow_if_no_acl;
+        }
+        mine().any(|a| a.permission == Permission::Allow && a.operation.covers(operation))
     }
 }
 

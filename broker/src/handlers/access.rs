@@ -27,7 +27,9 @@ impl Access {
     pub fn of(shard: &BrokerShard, principal: Rc<Principal>, peer: Option<std::net::SocketAddr>) -> Access {
         Access {
             principal,
-            host: peer.map(|p| p.ip().to_string()).unwrap_or_default(),
+            // An IPv4 client of a dual-stack listener as its IPv4 address,
+            // as ACLs name it.
+            host: peer.map(|p| p.ip().to_canonical().to_string()).unwrap_or_default(),
             authorizer: shard.authorizer(),
         }
     }

@@ -161,6 +161,10 @@ pub async fn delete_topics(
             None => r.error = ErrorCode::UnknownTopicId.code(),
             Some(name) if !access.allows_topic(Operation::Delete, &name) => {
                 r.error = ErrorCode::TopicAuthorizationFailed.code();
+                // Named by id: the name is not told.
+                if r.topic_id != [0; 16] {
+                    r.name = None;
+                }
             }
             Some(name) => match shard.admin(AdminOp::DeleteTopic { name }).await {
                 Ok(t) => r.topic_id = t.id,

@@ -522,25 +522,6 @@ pub async fn fetch(
     flexible: bool,
     b: &mut ResponseBuilder,
 ) {
-    // A follower's fetch needs ClusterAction; a consumer's, Read on each
-    // topic (the others are answered TOPIC_AUTHORIZATION_FAILED and kept
-    // out of its session).
-    use ferrite_security::acl::Operation;
-    if f.replica_id >= 0 && !access.allows_cluster(Operation::ClusterAction) {
-        encode_response(
-            b,
-            v,
-            flexible,
-            ErrorCode::ClusterAuthorizationFailed.code(),
-            0,
-            Vec::new(),
-        );
-        return;
-    }
-    let (readable, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut f.topics)
-        .into_iter()
-        .partition(|t| access.allows_topic(Operation::Read, &t.topic));
-    f.topics = readable;
     // An incremental fetch becomes its session's whole fetch here, and its
     // answer is cut to what changed below (`fetch_session.rs`).
     let plan = match shard.fetch_sessions.prepare(&mut f) {
@@ -550,6 +531,16 @@ pub async fn fetch(
             return;
         }
     };
+    // Every partition of every fetch is checked, a session's too (a
+    // session outlives an ACL, and its id is no credential): a follower's
+    // fetch needs ClusterAction, a consumer's Read on each topic; the others
+    // are answered TOPIC_AUTHORIZATION_FAILED.
+    use ferrite_security::acl::Operation;
+    let follower_allowed = f.replica_id < 0 || access.allows_cluster(Operation::ClusterAction);
+    let (readable, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut f.topics)
+        .into_iter()
+        .partition(|t| follower_allowed && (f.replica_id >= 0 || access.allows_topic(Operation::Read, &t.topic)));
+    f.topics = readable;
     let request = std::sync::Arc::new(f);
     let topics = fetch_all(shard, &request).await;
     let (session_id, mut topics) = shard.fetch_sessions.finish(plan, &request, topics);

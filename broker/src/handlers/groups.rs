@@ -411,8 +411,14 @@ pub async fn offset_commit(
     })
     .await
     .and_then(|r| r);
+    let group_refused = matches!(result, Err(GroupError::GroupAuthorizationFailed));
     let mut results = result.unwrap_or_else(|e| all_failed(&asked, e));
-    results.extend(all_failed(&refused, GroupError::TopicAuthorizationFailed));
+    // A caller refused the group hears only that (Kafka's order).
+    let topic_error = match group_refused {
+        true => GroupError::GroupAuthorizationFailed,
+        false => GroupError::TopicAuthorizationFailed,
+    };
+    results.extend(all_failed(&refused, topic_error));
     go::OffsetCommitResponse {
         throttle_time_ms: 0,
         topics: by_topic(results),

@@ -135,6 +135,11 @@ pub async fn metadata(
                 let name = match &t.name {
                     Some(n) => n.clone(),
                     None => match meta.topics.values().find(|x| x.id == t.id) {
+                        // Named by id, refused: the name is not told.
+                        Some(x) if !access.allows_topic(Operation::Describe, &x.name) => {
+                            topics.push(missing(None, ErrorCode::TopicAuthorizationFailed));
+                            continue;
+                        }
                         Some(x) => x.name.clone(),
                         None => {
                             topics.push(missing(None, ErrorCode::UnknownTopicId));

@@ -234,6 +234,14 @@ pub async fn produce(
             let ready = match (acks_ok, known, part.records) {
                 (false, _, _) => Err(failed(index, ErrorCode::InvalidRequiredAcks, None)),
                 _ if !writable => Err(failed(index, ErrorCode::TopicAuthorizationFailed, None)),
+                // The group coordinator writes its own topic; a client's
+                // records there would be replayed as commits (Kafka refuses
+                // them too).
+                _ if t.name == crate::groups::OFFSETS_TOPIC => Err(failed(
+                    index,
+                    ErrorCode::InvalidTopicException,
+                    Some("producing to an internal topic is not allowed".into()),
+                )),
                 _ if !valid_name => Err(failed(index, ErrorCode::InvalidTopicException, None)),
                 (_, None, _) => Err(failed(index, ErrorCode::UnknownTopicOrPartition, None)),
                 (_, Some(_), None) => Err(failed(index, ErrorCode::CorruptMessage, Some("null record set".into()))),

@@ -43,6 +43,8 @@ REFUSALS = {
     KafkaError.CLUSTER_AUTHORIZATION_FAILED,
 }
 RUN = uuid.uuid4().hex[:6]
+# What a served request may still answer about a group that was never made.
+NOT_THERE = {KafkaError.GROUP_ID_NOT_FOUND}
 
 
 def expect(cond, what):
@@ -124,6 +126,7 @@ def consume(conf):
                     raise m.error()
                 if m is not None and not m.error():
                     return
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "no record read"))
         finally:
             c.close()
     return act
@@ -145,6 +148,10 @@ def join_group(conf, topic):
         finally:
             c.close()
     return act
+
+
+def delete_group(admin):
+    return lambda name: [f.result(30) for f in admin.delete_consumer_groups([name]).values()]
 
 
 def describe_group(admin):
@@ -185,7 +192,8 @@ def main():
     T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.BROKER
     existing = "exists-" + RUN
     wait(admin.create_topics([NewTopic(existing, 1, 1)]))
-    # (case, resource type, operation, the topic must exist first, action as alice, action as admin)
+    # (case, resource type, operation, the topic must exist first, action as alice, action as admin);
+    # served means no error, or one of NOT_THERE for the cases on things that need not exist
     cases = [
         ("CreateTopics", T, AclOperation.CREATE, False, create_topic(alice), create_topic(admin)),
         ("DeleteTopics", T, AclOperation.DELETE, True, delete_topic(alice), delete_topic(admin)),
@@ -196,6 +204,7 @@ def main():
         ("Fetch", T, AclOperation.READ, True, consume(alice_conf), consume(admin_conf)),
         ("JoinGroup", G, AclOperation.READ, False, join_group(alice_conf, existing), join_group(admin_conf, existing)),
         ("DescribeGroups", G, AclOperation.DESCRIBE, False, describe_group(alice), describe_group(admin)),
+        ("DeleteGroups", G, AclOperation.DELETE, False, delete_group(alice), delete_group(admin)),
         ("DescribeAcls", C, AclOperation.DESCRIBE, False, describe_acls(alice), describe_acls(admin)),
         ("CreateAcls", C, AclOperation.ALTER, False, create_acls(alice), create_acls(admin)),
     ]
@@ -208,6 +217,7 @@ def main():
             resource = "kafka-cluster" if rtype == C else name
             if needs_topic:
                 wait(admin.create_topics([NewTopic(name, 1, 1)]))
+                produce(admin_conf)(name)
             if case == "Fetch":
                 # A consumer that may not describe the topic never gets as far
                 # as fetching it (Metadata leaves it out): Describe, always.
@@ -228,7 +238,7 @@ def main():
             if refused:
                 expect(got in REFUSALS, f"{case} {mode}: expected an authorization error, got {got}")
             else:
-                expect(got not in REFUSALS, f"{case} {mode}: refused ({got})")
+                expect(got is None or got in NOT_THERE, f"{case} {mode}: not served ({got})")
             revoke_all(admin)
             baseline(admin, existing)
         print(f"{case}: ok", flush=True)
