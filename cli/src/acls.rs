@@ -17,9 +17,9 @@
 use clap::Args;
 use clap::Subcommand;
 
+use crate::check;
 use ferrite_client::{ClientError, Connection};
 use ferrite_protocol::acls::{self, Acl, AclFilter, CREATE_KEY, DELETE_KEY, DESCRIBE_KEY};
-use ferrite_protocol::errors;
 
 /// The version spoken (flexible, with pattern types).
 const VERSION: i16 = 3;
@@ -232,17 +232,6 @@ fn acls_of(r: &Resources, e: &Entries) -> Result<Vec<Acl>, ClientError> {
         }
     }
     Ok(out)
-}
-
-fn check(what: &str, code: i16, message: Option<String>) -> Result<(), ClientError> {
-    if code == 0 {
-        return Ok(());
-    }
-    Err(kafka(format!(
-        "{what}: {} ({code}){}",
-        errors::name(code),
-        message.map(|m| format!(": {m}")).unwrap_or_default()
-    )))
 }
 
 fn show(a: &Acl) -> String {

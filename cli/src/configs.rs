@@ -8,9 +8,9 @@
 
 use clap::{Args, Subcommand};
 
+use crate::check;
 use ferrite_client::codec::{self, ALTER_CONFIGS_V, DESCRIBE_CONFIGS_V, METADATA_V};
 use ferrite_client::{ClientError, Connection};
-use ferrite_protocol::errors;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -82,17 +82,6 @@ fn connect(bootstrap: &str, id: Option<i32>) -> Result<Connection, ClientError> 
         .find(|b| b.id == id)
         .ok_or_else(|| kafka(format!("broker {id} is not in the cluster's metadata")))?;
     Connection::connect(&format!("{}:{}", b.host, b.port), "ferrite-cli")
-}
-
-fn check(what: &str, code: i16, message: Option<String>) -> Result<(), ClientError> {
-    if code == 0 {
-        return Ok(());
-    }
-    Err(kafka(format!(
-        "{what}: {} ({code}){}",
-        errors::name(code),
-        message.map(|m| format!(": {m}")).unwrap_or_default()
-    )))
 }
 
 /// How a source code reads.

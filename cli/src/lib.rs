@@ -110,3 +110,16 @@ impl AdminCommand {
         }
     }
 }
+
+/// `Ok` for error code 0; else the error, with its Kafka name and the
+/// broker's message, for `what`.
+pub(crate) fn check(what: &str, code: i16, message: Option<String>) -> Result<(), ferrite_client::ClientError> {
+    if code == 0 {
+        return Ok(());
+    }
+    Err(ferrite_client::ClientError::Kafka(format!(
+        "{what}: {} ({code}){}",
+        ferrite_protocol::errors::name(code),
+        message.map(|m| format!(": {m}")).unwrap_or_default()
+    )))
+}

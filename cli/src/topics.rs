@@ -3,11 +3,11 @@
 
 use clap::Subcommand;
 
+use crate::check;
 use ferrite_client::codec::{
     self, ALTER_CONFIGS_V, CREATE_PARTITIONS_V, CREATE_TOPICS_V, DELETE_TOPICS_V, DESCRIBE_CONFIGS_V, METADATA_V,
 };
 use ferrite_client::{ClientError, Connection};
-use ferrite_protocol::errors;
 
 #[derive(Subcommand, Debug)]
 pub enum TopicsCommand {
@@ -50,17 +50,6 @@ fn pair(s: &str) -> Result<(String, String), ClientError> {
     s.split_once('=')
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .ok_or_else(|| ClientError::Kafka(format!("{s}: expected KEY=VALUE")))
-}
-
-fn check(what: &str, code: i16, message: Option<String>) -> Result<(), ClientError> {
-    if code == 0 {
-        return Ok(());
-    }
-    Err(ClientError::Kafka(format!(
-        "{what}: {} ({code}){}",
-        errors::name(code),
-        message.map(|m| format!(": {m}")).unwrap_or_default()
-    )))
 }
 
 /// Runs one topics command, writing its report to `out`.

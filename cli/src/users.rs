@@ -91,13 +91,7 @@ fn alter(bootstrap: &str, req: &AlterUserScramCredentialsRequest) -> Result<(), 
     let mut r = c.call_flexible(ALTER_KEY, 0, |w| req.encode(w))?;
     let resp = AlterUserScramCredentialsResponse::decode(&mut r)?;
     for (user, code, message) in resp.results {
-        if code != 0 {
-            return Err(kafka(format!(
-                "{user}: {} ({code}){}",
-                errors::name(code),
-                message.map(|m| format!(": {m}")).unwrap_or_default()
-            )));
-        }
+        crate::check(&user, code, message)?;
     }
     Ok(())
 }
