@@ -16,9 +16,10 @@
 //! | `ferrite_log_size_bytes` | gauge | topic, partition |
 //! | `ferrite_log_end_offset`, `ferrite_log_durable_offset`, `ferrite_log_start_offset` | gauge | topic, partition |
 //! | `ferrite_partition_high_watermark`, `ferrite_partition_leader`, `ferrite_partition_isr_size` | gauge | topic, partition (cluster) |
-//! | `ferrite_sasl_authentications_total` | counter | mechanism (`none` before a handshake), outcome — `ok`, `failed`, `timed_out` |
+//! | `ferrite_sasl_authentications_total` | counter | mechanism (`none` before a handshake), outcome — `ok`, `failed`, `closed` (by the client), `timed_out` |
 //! | `ferrite_wall_clock_steps_total` | counter | — (the wall clock stepped a second or more against the monotonic one; `clock_watch.rs`) |
-//! | `ferrite_fetch_file_sent_bytes_total`, `ferrite_fetch_read_ahead_bytes_total`, `ferrite_tls_handshakes_total` | counter | path, outcome, outcome (`ferrite-transport`'s `metrics.rs`) |
+//! | `ferrite_fetch_file_sent_bytes_total`, `ferrite_fetch_read_ahead_bytes_total` | counter | path, outcome (`ferrite-transport`'s `metrics.rs`) |
+//! | `ferrite_tls_handshakes_total` | counter | outcome — `ok`, `failed`, `timed_out` (`ferrite-transport`'s `metrics.rs`) |
 //!
 //! The per-partition gauges are read at scrape time (`partition_gauges`).
 

@@ -18,9 +18,10 @@
 //! asks for client authentication on one listener must not get a broker
 //! that silently skips it.
 //!
-//! Only the settings are kept here; the files are read, and the keys and
-//! certificates parsed, when the broker starts (`ferrite-transport`'s
-//! `tls.rs`), so that a bad file stops the start with its path named.
+//! Only the settings are kept here; the files are read when the broker
+//! starts (`broker/src/net/tls_setup.rs`) and the keys and certificates
+//! parsed there by `ferrite-transport`'s `tls.rs`, so that a bad file stops
+//! the start with its path named.
 
 use std::path::PathBuf;
 

@@ -91,10 +91,17 @@ impl ScramServer {
         message: &[u8],
         lookup: &dyn Fn(&str) -> Option<ScramCredential>,
     ) -> Result<Step, SecurityError> {
-        let mut nonce = [0u8; SERVER_NONCE_BYTES];
-        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
-            .map_err(|_| SecurityError::Random)?;
-        self.step_with_nonce(message, lookup, &B64.encode(nonce))
+        // Only the first message is answered with a nonce of the server's.
+        let nonce = match self.state {
+            State::First => {
+                let mut nonce = [0u8; SERVER_NONCE_BYTES];
+                ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
+                    .map_err(|_| SecurityError::Random)?;
+                B64.encode(nonce)
+            }
+            _ => String::new(),
+        };
+        self.step_with_nonce(message, lookup, &nonce)
     }
 
     fn step_with_nonce(

@@ -458,11 +458,16 @@ pub async fn offset_fetch(
     };
     // A topic the caller may not describe: left out of "every topic",
     // TOPIC_AUTHORIZATION_FAILED where named.
-    let described = |t: &str| access.allows_topic(Operation::Describe, t);
-    let found = found.into_iter().filter(|(t, _, _)| !every || described(t));
-    let topics = TopicPartitions::from_runs(found.map(|(topic, partition, o)| {
-        let o = o.filter(|_| described(&topic));
-        let denied = (!described(&topic)).then_some(ErrorCode::TopicAuthorizationFailed.code());
+    let found = found
+        .into_iter()
+        .map(|(t, p, o)| {
+            let described = access.allows_topic(Operation::Describe, &t);
+            (t, p, o, described)
+        })
+        .filter(|(_, _, _, described)| !every || *described);
+    let topics = TopicPartitions::from_runs(found.map(|(topic, partition, o, described)| {
+        let o = o.filter(|_| described);
+        let denied = (!described).then_some(ErrorCode::TopicAuthorizationFailed.code());
         let entry = go::OffsetFetchPartitionResult {
             partition_index: partition,
             committed_offset: o.as_ref().map_or(Offset::NONE, |o| Offset(o.offset)),

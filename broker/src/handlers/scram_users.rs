@@ -147,20 +147,23 @@ pub async fn alter(
             .or_default()
             .push((u.mechanism, Asked::Upsert(u)));
     }
-    let mut users: BTreeMap<String, Result<Changes, (ErrorCode, String)>> = asked
-        .iter()
-        .map(|(user, changes)| (user.to_string(), judge(&meta, user, changes)))
-        .collect();
+    // A caller refused (or a cluster, which keeps no credentials yet) has
+    // nothing judged.
     let refused = match (access.allows_cluster(Operation::Alter), shard.cluster().is_some()) {
         (false, _) => Some((ErrorCode::ClusterAuthorizationFailed, "not authorized".to_string())),
         (true, true) => Some((ErrorCode::UnsupportedVersion, IN_A_CLUSTER.to_string())),
         (true, false) => None,
     };
-    if let Some(refused) = refused {
-        for r in users.values_mut() {
-            *r = Err(refused.clone());
-        }
-    }
+    let users: BTreeMap<String, Result<Changes, (ErrorCode, String)>> = asked
+        .iter()
+        .map(|(user, changes)| {
+            let judged = match &refused {
+                Some(r) => Err(r.clone()),
+                None => judge(&meta, user, changes),
+            };
+            (user.to_string(), judged)
+        })
+        .collect();
     let changes: Vec<(String, String, Option<String>)> = users
         .iter()
         .filter_map(|(user, r)| r.as_ref().ok().map(|c| (user, c)))
