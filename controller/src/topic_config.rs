@@ -3,9 +3,9 @@
 //! how changes apply to them, and the log config they give.
 //!
 //! The log settings are the engine's (`ferrite_engine::LogConfig`), with the
-//! engine's own limits on top of Kafka's; `cleanup.policy` without `delete`
-//! turns time and size retention off (nothing is compacted yet, so nothing
-//! is deleted either); the others are stored and served.
+//! engine's own limits on top of Kafka's (`cleanup.policy` and the
+//! cleaner's settings among them: the engine's retention and cleaner read
+//! them); the others are stored and served.
 
 use std::collections::BTreeMap;
 
@@ -141,13 +141,6 @@ pub fn apply_ops(configs: &mut BTreeMap<String, String>, ops: &[ConfigOp]) -> Re
     Ok(())
 }
 
-/// Whether the topic's `cleanup.policy` lets retention delete segments.
-pub fn retention_deletes(overrides: &BTreeMap<String, String>) -> bool {
-    overrides
-        .get("cleanup.policy")
-        .is_none_or(|p| p.split(',').any(|x| x.trim() == "delete"))
-}
-
 /// The log config a topic's overrides give, over `base` (the broker's
 /// defaults).
 pub fn log_config(base: &LogConfig, overrides: &BTreeMap<String, String>) -> LogConfig {
@@ -159,11 +152,6 @@ pub fn log_config(base: &LogConfig, overrides: &BTreeMap<String, String>) -> Log
                 tracing::warn!(key = %k, value = %v, error = %e, "ignoring stored topic config");
             }
         }
-    }
-    if !retention_deletes(overrides) {
-        // Compaction is not built: a compact-only topic keeps everything.
-        c.retention_ms = -1;
-        c.retention_bytes = -1;
     }
     c
 }
@@ -212,7 +200,11 @@ mod tests {
         );
         let c = set(&[ConfigOp::Subtract("cleanup.policy".into(), "delete".into())]).expect("subtract all");
         assert_eq!(c["cleanup.policy"], "", "an empty override, not the default");
-        assert!(!retention_deletes(&c), "no policy: nothing deleted");
+        assert_eq!(
+            log_config(&LogConfig::default(), &c).cleanup_policy,
+            ferrite_engine::log_config::CleanupPolicy::KeepAll,
+            "no policy: nothing deleted"
+        );
         let c = set(&[ConfigOp::Subtract(
             "leader.replication.throttled.replicas".into(),
             "0:1".into(),
@@ -244,16 +236,25 @@ mod tests {
     }
 
     #[test]
-    fn a_compact_only_topic_is_not_deleted_by_retention() {
+    fn the_cleanup_policy_reaches_the_log_config() {
+        use ferrite_engine::log_config::CleanupPolicy;
         let base = LogConfig::default();
         let mut o = BTreeMap::new();
         o.insert("retention.ms".to_string(), "1000".to_string());
-        assert_eq!(log_config(&base, &o).retention_ms, 1000);
+        assert_eq!(log_config(&base, &o).cleanup_policy, CleanupPolicy::Delete);
         o.insert("cleanup.policy".to_string(), "compact".to_string());
-        assert_eq!(log_config(&base, &o).retention_ms, -1);
-        assert_eq!(log_config(&base, &o).retention_bytes, -1);
+        assert_eq!(log_config(&base, &o).cleanup_policy, CleanupPolicy::Compact);
+        assert_eq!(
+            log_config(&base, &o).retention_ms,
+            1000,
+            "kept, unused while compact only"
+        );
         o.insert("cleanup.policy".to_string(), "compact,delete".to_string());
-        assert_eq!(log_config(&base, &o).retention_ms, 1000);
+        assert_eq!(log_config(&base, &o).cleanup_policy, CleanupPolicy::CompactAndDelete);
+        o.insert("min.cleanable.dirty.ratio".to_string(), "0.1".to_string());
+        o.insert("delete.retention.ms".to_string(), "5".to_string());
+        let c = log_config(&base, &o);
+        assert_eq!((c.min_cleanable_dirty_ratio.0, c.delete_retention_ms), (100_000, 5));
     }
 
     #[test]

@@ -57,6 +57,9 @@ const ATTR_COMPRESSION_MASK: i16 = 0x07;
 const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
 const ATTR_TRANSACTIONAL: i16 = 0x10;
 const ATTR_CONTROL: i16 = 0x20;
+/// KIP-534: the batch's baseTimestamp holds the time after which the
+/// cleaner may remove its tombstones (set by the cleaner only).
+pub const ATTR_DELETE_HORIZON: i16 = 0x40;
 
 /// The 61-byte header, as it sits in the file.
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy)]
@@ -121,9 +124,17 @@ pub struct BatchInfo {
     pub base_sequence: i32,
     pub is_transactional: bool,
     pub is_control: bool,
+    /// The cleaner stamped a delete horizon into `base_timestamp`.
+    pub has_delete_horizon: bool,
 }
 
 impl BatchInfo {
+    /// When the cleaner may drop this batch's tombstones, once it stamped
+    /// one (KIP-534).
+    pub fn delete_horizon(&self) -> Option<TimestampMs> {
+        self.has_delete_horizon.then_some(self.base_timestamp)
+    }
+
     pub fn last_offset(&self) -> Offset {
         self.base_offset.plus(i64::from(self.last_offset_delta))
     }
@@ -254,6 +265,7 @@ fn info_of(header: &BatchHeader, size: usize) -> Result<BatchInfo, BatchError> {
         base_sequence: header.base_sequence.get(),
         is_transactional: attributes & ATTR_TRANSACTIONAL != 0,
         is_control: attributes & ATTR_CONTROL != 0,
+        has_delete_horizon: attributes & ATTR_DELETE_HORIZON != 0,
     })
 }
 
@@ -285,7 +297,9 @@ pub fn check_fields(info: &BatchInfo, validation: Validation) -> Result<(), Batc
     {
         return invalid("offsets overflow");
     }
-    if info.record_count > 0 && info.max_timestamp < info.base_timestamp && info.max_timestamp.0 != -1 {
+    // A delete horizon replaces the base timestamp with a later time.
+    let base_is_time = !info.has_delete_horizon;
+    if base_is_time && info.record_count > 0 && info.max_timestamp < info.base_timestamp && info.max_timestamp.0 != -1 {
         return invalid("maxTimestamp is below baseTimestamp");
     }
     if info.base_timestamp.0 < -1 || info.max_timestamp.0 < -1 {

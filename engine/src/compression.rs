@@ -1,6 +1,8 @@
-//! Decompressing a batch's records, for the one place the engine looks
-//! inside compressed batches: finding the first record at or after a
-//! timestamp. Batches are always *stored* compressed, as produced.
+//! Decompressing a batch's records, for the places the engine looks inside
+//! compressed batches (finding the first record at or after a timestamp,
+//! the log cleaner), and compressing them again (the cleaner rewrites a
+//! batch it removed records from with the batch's own codec). Batches are
+//! always *stored* compressed, as produced.
 //!
 //! Formats, as Kafka writes them: gzip (a gzip stream), snappy (either
 //! Xerial's framing — the 8-byte magic `82 53 4e 41 50 50 59 00`, two int32
@@ -83,6 +85,46 @@ pub fn decompress(codec: Compression, input: &[u8], limit: usize) -> Result<Vec<
     }
 }
 
+/// Compresses a batch's records with `codec`, as Kafka's Java client writes
+/// them (snappy in Xerial's framing, lz4 as an LZ4 frame).
+pub fn compress(codec: Compression, input: &[u8]) -> Result<Vec<u8>, BatchError> {
+    use std::io::Write;
+    let failed = |_| invalid("records do not compress");
+    match codec {
+        Compression::None => Ok(input.to_vec()),
+        Compression::Gzip => {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(input).map_err(failed)?;
+            gz.finish().map_err(failed)
+        }
+        Compression::Snappy => {
+            let mut out = XERIAL_MAGIC.to_vec();
+            out.extend_from_slice(&1i32.to_be_bytes());
+            out.extend_from_slice(&1i32.to_be_bytes());
+            for part in input.chunks(XERIAL_BLOCK_BYTES) {
+                let block = snap::raw::Encoder::new()
+                    .compress_vec(part)
+                    .map_err(|_| invalid("records do not compress"))?;
+                out.extend_from_slice(&(block.len() as u32).to_be_bytes());
+                out.extend_from_slice(&block);
+            }
+            Ok(out)
+        }
+        Compression::Lz4 => {
+            let mut lz = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            lz.write_all(input).map_err(failed)?;
+            lz.finish().map_err(|_| invalid("records do not compress"))
+        }
+        Compression::Zstd => Ok(ruzstd::encoding::compress_to_vec(
+            input,
+            ruzstd::encoding::CompressionLevel::Fastest,
+        )),
+    }
+}
+
+/// Uncompressed bytes per block of Xerial's snappy framing (its default).
+const XERIAL_BLOCK_BYTES: usize = 32 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +155,20 @@ mod tests {
         assert_eq!(decompress(Compression::Snappy, &xerial, 1 << 20).unwrap(), data);
         assert!(decompress(Compression::Zstd, b"not zstd", 1 << 20).is_err());
         assert!(decompress(Compression::Snappy, &xerial[..xerial.len() - 1], 1 << 20).is_err());
+    }
+
+    #[test]
+    fn every_codec_compresses_what_it_decompresses() {
+        let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        for codec in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let packed = compress(codec, &data).unwrap();
+            assert_eq!(decompress(codec, &packed, 1 << 20).unwrap(), data, "{codec:?}");
+        }
     }
 }

@@ -138,6 +138,11 @@ pub enum EngineError {
 
     #[error("shard {shard} is not running")]
     ShardGone { shard: usize },
+
+    /// The segment was replaced by a cleaned one after the reader found it;
+    /// the reader looks the offset up again.
+    #[error("{}: the segment was replaced by the log cleaner", path.display())]
+    SegmentReplaced { path: PathBuf },
 }
 
 impl EngineError {

@@ -195,6 +195,8 @@ pub struct PartitionLog {
     /// Signalled whenever an append reserves bytes: followers' long polls
     /// wait on it, since they may read batches not yet written.
     pub(crate) reserved_moved: crate::notify::Notify,
+    /// The log cleaner's progress ([`crate::cleaner`]).
+    pub(crate) cleaner: RefCell<crate::cleaner::CleanerState>,
 }
 
 impl PartitionLog {

@@ -11,6 +11,11 @@
 //! | `flush.ms`            | 9223372036854775807 | fsync when the oldest unflushed append is this old |
 //! | `retention.ms`        | 604800000      | delete sealed segments whose largest timestamp is older; -1 keeps forever |
 //! | `retention.bytes`     | -1             | delete the oldest sealed segments while the partition is larger; -1 = no limit |
+//! | `cleanup.policy`      | delete         | `delete` (retention), `compact` (the cleaner, [`crate::cleaner`]), both, or neither (empty) |
+//! | `min.cleanable.dirty.ratio` | 0.5      | share of a log not yet cleaned that starts a cleaning |
+//! | `min.compaction.lag.ms` | 0            | a record younger than this is not cleaned away |
+//! | `max.compaction.lag.ms` | 9223372036854775807 | a log holding a dirty record this old is cleaned whatever its ratio |
+//! | `delete.retention.ms` | 86400000       | how long the cleaner keeps a tombstone |
 //!
 //! As in Kafka, the default flush policy never fsyncs on the append path:
 //! durability comes from replication, and the OS writes pages back.
@@ -28,9 +33,91 @@ pub struct LogConfig {
     pub flush_ms: i64,
     pub retention_ms: i64,
     pub retention_bytes: i64,
+    pub cleanup_policy: CleanupPolicy,
+    pub min_cleanable_dirty_ratio: DirtyRatio,
+    pub min_compaction_lag_ms: i64,
+    pub max_compaction_lag_ms: i64,
+    pub delete_retention_ms: i64,
     /// Bytes of the most recent batches kept in memory per partition, so that
     /// caught-up readers never touch the disk.
     pub cache_bytes_max: usize,
+}
+
+/// What happens to a log's old records (`cleanup.policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    /// Retention deletes old segments.
+    Delete,
+    /// The cleaner keeps each key's latest record.
+    Compact,
+    CompactAndDelete,
+    /// An empty list: everything is kept.
+    KeepAll,
+}
+
+impl CleanupPolicy {
+    pub fn deletes(self) -> bool {
+        matches!(self, CleanupPolicy::Delete | CleanupPolicy::CompactAndDelete)
+    }
+
+    pub fn compacts(self) -> bool {
+        matches!(self, CleanupPolicy::Compact | CleanupPolicy::CompactAndDelete)
+    }
+
+    /// Parses Kafka's list (`delete`, `compact`, both in either order, or
+    /// empty).
+    pub fn parse(value: &str) -> Option<CleanupPolicy> {
+        let (mut delete, mut compact) = (false, false);
+        for item in value.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            match item {
+                "delete" => delete = true,
+                "compact" => compact = true,
+                _ => return None,
+            }
+        }
+        Some(match (compact, delete) {
+            (true, true) => CleanupPolicy::CompactAndDelete,
+            (true, false) => CleanupPolicy::Compact,
+            (false, true) => CleanupPolicy::Delete,
+            (false, false) => CleanupPolicy::KeepAll,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactAndDelete => "compact,delete",
+            CleanupPolicy::KeepAll => "",
+        }
+    }
+}
+
+/// `min.cleanable.dirty.ratio`, in millionths (0..=1_000_000), so the
+/// config stays comparable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirtyRatio(pub u32);
+
+impl DirtyRatio {
+    pub const MILLIONTHS: u32 = 1_000_000;
+
+    fn parse(value: &str) -> Option<DirtyRatio> {
+        let v: f64 = value.trim().parse().ok()?;
+        (0.0..=1.0)
+            .contains(&v)
+            .then(|| DirtyRatio((v * f64::from(Self::MILLIONTHS)).round() as u32))
+    }
+
+    /// Whether `dirty` of `total` bytes reaches this ratio.
+    pub fn reached(self, dirty: u64, total: u64) -> bool {
+        total > 0 && u128::from(dirty) * u128::from(Self::MILLIONTHS) >= u128::from(self.0) * u128::from(total)
+    }
+}
+
+impl std::fmt::Display for DirtyRatio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", f64::from(self.0) / f64::from(Self::MILLIONTHS))
+    }
 }
 
 /// Smallest segment that can hold a batch header, as Kafka's lower bound.
@@ -50,6 +137,11 @@ impl Default for LogConfig {
             flush_ms: i64::MAX,
             retention_ms: 7 * 24 * 3600 * 1000,
             retention_bytes: -1,
+            cleanup_policy: CleanupPolicy::Delete,
+            min_cleanable_dirty_ratio: DirtyRatio(DirtyRatio::MILLIONTHS / 2),
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
             cache_bytes_max: 4 << 20,
         }
     }
@@ -66,6 +158,11 @@ pub const KEYS: &[&str] = &[
     "flush.ms",
     "retention.ms",
     "retention.bytes",
+    "cleanup.policy",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
 ];
 
 fn parse_i64(key: &'static str, value: &str, min: i64, max: i64) -> Result<i64> {
@@ -111,6 +208,27 @@ impl LogConfig {
             "flush.ms" => self.flush_ms = parse_i64("flush.ms", value, 0, i64::MAX)?,
             "retention.ms" => self.retention_ms = parse_i64("retention.ms", value, -1, i64::MAX)?,
             "retention.bytes" => self.retention_bytes = parse_i64("retention.bytes", value, -1, i64::MAX)?,
+            "cleanup.policy" => {
+                self.cleanup_policy = CleanupPolicy::parse(value).ok_or(EngineError::InvalidConfig {
+                    key: "cleanup.policy",
+                    value: value.to_string(),
+                    reason: "not a list of delete and compact",
+                })?
+            }
+            "min.cleanable.dirty.ratio" => {
+                self.min_cleanable_dirty_ratio = DirtyRatio::parse(value).ok_or(EngineError::InvalidConfig {
+                    key: "min.cleanable.dirty.ratio",
+                    value: value.to_string(),
+                    reason: "not a number from 0 to 1",
+                })?
+            }
+            "min.compaction.lag.ms" => {
+                self.min_compaction_lag_ms = parse_i64("min.compaction.lag.ms", value, 0, i64::MAX)?
+            }
+            "max.compaction.lag.ms" => {
+                self.max_compaction_lag_ms = parse_i64("max.compaction.lag.ms", value, 1, i64::MAX)?
+            }
+            "delete.retention.ms" => self.delete_retention_ms = parse_i64("delete.retention.ms", value, 0, i64::MAX)?,
             _ => {
                 return Err(EngineError::InvalidConfig {
                     key: "(unknown)",
@@ -134,6 +252,11 @@ impl LogConfig {
             "flush.ms" => self.flush_ms.to_string(),
             "retention.ms" => self.retention_ms.to_string(),
             "retention.bytes" => self.retention_bytes.to_string(),
+            "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
+            "delete.retention.ms" => self.delete_retention_ms.to_string(),
             _ => return None,
         };
         Some(v)
@@ -159,5 +282,15 @@ mod tests {
         assert!(c.set("flush.messages", "0").is_err());
         assert!(c.set("retention.bytes", "x").is_err());
         assert!(c.set("no.such.key", "1").is_err());
+        c.set("cleanup.policy", "delete, compact").unwrap();
+        assert_eq!(c.cleanup_policy, CleanupPolicy::CompactAndDelete);
+        c.set("cleanup.policy", "").unwrap();
+        assert_eq!(c.cleanup_policy, CleanupPolicy::KeepAll);
+        assert!(c.set("cleanup.policy", "compact,shred").is_err());
+        c.set("min.cleanable.dirty.ratio", "0.25").unwrap();
+        assert_eq!(c.get("min.cleanable.dirty.ratio").unwrap(), "0.25");
+        assert!(c.min_cleanable_dirty_ratio.reached(1, 4));
+        assert!(!c.min_cleanable_dirty_ratio.reached(1, 5));
+        assert!(c.set("min.cleanable.dirty.ratio", "1.5").is_err());
     }
 }

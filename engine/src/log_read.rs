@@ -151,7 +151,12 @@ impl PartitionLog {
             let Some(segment) = self.segment_for(at) else {
                 return Ok(LogRead::empty(from));
             };
-            match self.read_segment(&segment, at, max_bytes, upper, at_least_one).await? {
+            let read = match self.read_segment(&segment, at, max_bytes, upper, at_least_one).await {
+                // The cleaner swapped it out since it was found: look again.
+                Err(EngineError::SegmentReplaced { .. }) => continue,
+                other => other?,
+            };
+            match read {
                 SegmentRead::Found(r) => return Ok(r),
                 SegmentRead::NotHere => {
                     // Only when offsets have a gap past this segment's end.

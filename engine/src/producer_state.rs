@@ -138,6 +138,15 @@ impl ProducerStates {
         self.producers.get(&producer_id)
     }
 
+    /// Each producer's last batch's last offset (the batch the log cleaner
+    /// keeps, at least as a header, so the producer's sequence survives).
+    pub fn last_offsets(&self) -> std::collections::HashMap<ProducerId, Offset> {
+        self.producers
+            .iter()
+            .filter_map(|(id, e)| Some((*id, e.batches.back()?.last_offset)))
+            .collect()
+    }
+
     /// Checks a leader's incoming batch (not yet given offsets).
     pub fn check(&self, info: &BatchInfo) -> std::result::Result<SeqCheck, SequenceError> {
         if !info.producer_id.is_producer() {

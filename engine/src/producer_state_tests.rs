@@ -18,6 +18,7 @@ fn batch(pid: i64, epoch: i16, first_seq: i32, count: i32, base: i64) -> BatchIn
         base_sequence: first_seq,
         is_transactional: false,
         is_control: false,
+        has_delete_horizon: false,
     }
 }
 

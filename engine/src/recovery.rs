@@ -128,6 +128,7 @@ impl PartitionLog {
         let dir = params.dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| EngineError::io("create partition directory", &dir, e))?;
         crate::sys::prime_dma_probe(&dir).await?;
+        crate::clean_swap::finish_interrupted(&dir).await?;
         let bases = list_segments(&dir)?;
         let cp = Checkpoint::load(&dir).await?;
         let first_base = bases.first().copied().unwrap_or(Offset::ZERO);
@@ -251,6 +252,7 @@ impl PartitionLog {
             producers: std::cell::RefCell::new(producers),
             end_moved: crate::notify::Notify::new(),
             reserved_moved: crate::notify::Notify::new(),
+            cleaner: std::cell::RefCell::new(Default::default()),
         });
         if kept.is_some() && cp.log_start == log_start {
             // The file already says what would be written (a kept recovery

@@ -130,7 +130,7 @@ impl PartitionLog {
     /// The highest the log start may move: the log end (a segment rolled
     /// ahead of appends still in flight is not deleted past), and the
     /// retention limit (the high watermark) when set.
-    fn deletion_limit(&self) -> Offset {
+    pub(crate) fn deletion_limit(&self) -> Offset {
         let end = self.log_end_offset();
         self.retention_limit.get().map_or(end, |l| l.min(end))
     }
@@ -140,6 +140,12 @@ impl PartitionLog {
         let _flush = self.lock(&self.flush_lock, "wait for flush lock").await?;
         let (retention_ms, retention_bytes) = {
             let c = self.config.borrow();
+            if !c.cleanup_policy.deletes() {
+                return Ok(RetentionOutcome {
+                    log_start: self.log_start_offset(),
+                    ..RetentionOutcome::default()
+                });
+            }
             (c.retention_ms, c.retention_bytes)
         };
         let doomed = {

@@ -160,6 +160,9 @@ pub struct Segment {
     meta: RefCell<SegmentMeta>,
     /// Serialises index-file writes (persist, truncate).
     index_lock: Semaphore,
+    /// The cleaner put another segment in this one's place: its path now
+    /// names that segment's file, so this one never opens it.
+    retired: std::cell::Cell<bool>,
 }
 
 impl Segment {
@@ -202,6 +205,7 @@ impl Segment {
             appender: RefCell::new(appender.map(Rc::new)),
             meta: RefCell::new(meta),
             index_lock: Semaphore::new(1),
+            retired: std::cell::Cell::new(false),
         }
     }
 
@@ -221,7 +225,20 @@ impl Segment {
     /// The read descriptor, reopened if the file cache closed it. Holding
     /// the `Rc` keeps it open.
     pub async fn reader(&self) -> Result<Rc<SegmentFile>> {
+        if self.retired.get() {
+            return Err(EngineError::SegmentReplaced {
+                path: self.paths.log.clone(),
+            });
+        }
         self.reader.get().await
+    }
+
+    /// Takes the segment out of service for a cleaned one at its path:
+    /// its descriptor closes (readers holding it keep it) and it never
+    /// opens its path again.
+    pub fn retire(&self) {
+        self.retired.set(true);
+        self.reader.close();
     }
 
     pub fn appender(&self) -> Option<Rc<SegmentAppender>> {

@@ -137,6 +137,7 @@ impl PartitionLog {
         };
         let end = result.map_err(|e| self.poison_with(e))?;
         self.forget_damage_if_gone();
+        self.lower_first_dirty(end).await.map_err(|e| self.poison_with(e))?;
         self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
         self.rebuild_producers().await.map_err(|e| self.poison_with(e))?;
         self.store_checkpoint(Shutdown::Unclean).await?;

@@ -1,0 +1,333 @@
+//! One cleaning of one log, run on a thread of its own so that the shard
+//! never waits on it: reads the sealed segments it was given, builds the
+//! key map from the dirty ones and writes each group of segments, cleaned,
+//! to `.cleaned` files beside them ([`crate::clean_swap`] names them). It
+//! changes nothing the log uses; the shard swaps the results in
+//! ([`crate::cleaner`]).
+//!
+//! Which records a key's latest record makes obsolete: every earlier record
+//! of that key, in the clean and the dirty part alike; keyless records
+//! (a compacted topic refuses them, but a topic switched from `delete` may
+//! hold some) go too, as in Kafka.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::batch::{self, BatchInfo, Validation};
+use crate::clean_filter::{self, Kept, WhenEmpty};
+use crate::clean_map::KeyMap;
+use crate::clean_swap;
+use crate::error::{EngineError, Result};
+use crate::segment::{SegmentMeta, SegmentPaths};
+use crate::types::{Offset, ProducerId, TimestampMs};
+
+/// Bytes of file read or written per system call.
+const IO_BUFFER_BYTES: usize = 1 << 20;
+
+/// A sealed segment the job reads.
+#[derive(Clone, Debug)]
+pub struct JobSegment {
+    pub base: Offset,
+    pub path: PathBuf,
+    pub size: u64,
+    pub next_offset: Offset,
+}
+
+/// Everything the job needs, owned (it runs on another thread).
+#[derive(Debug)]
+pub struct CleanJob {
+    pub dir: PathBuf,
+    /// Sealed segments from the log start to the end of the cleanable
+    /// range, in order.
+    pub segments: Vec<JobSegment>,
+    /// The first offset not yet cleaned.
+    pub dirty_from: Offset,
+    pub now: TimestampMs,
+    pub delete_retention_ms: i64,
+    pub entries_max: usize,
+    /// Largest group of segments merged into one (`segment.bytes`).
+    pub group_bytes_max: u64,
+    pub index_interval_bytes: u64,
+    /// Each idempotent producer's last offset: its batch keeps a header.
+    pub producer_last: HashMap<ProducerId, Offset>,
+    /// `log.cleaner.io.max.bytes.per.second`; `None`: unpaced.
+    pub bytes_per_second: Option<u64>,
+}
+
+/// One group of segments written as one cleaned segment.
+#[derive(Debug)]
+pub struct CleanedGroup {
+    /// The group's first segment's base: the cleaned segment's.
+    pub base: Offset,
+    /// Bases of every segment it replaces (`base` first).
+    pub replaces: Vec<Offset>,
+    pub meta: SegmentMeta,
+}
+
+/// What the job did.
+#[derive(Debug, Default)]
+pub struct JobOutcome {
+    pub groups: Vec<CleanedGroup>,
+    /// Where the dirty part now starts: the end of what the map covered.
+    pub cleaned_to: Offset,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub records_removed: u64,
+}
+
+/// Runs the job; on any error its `.cleaned` files are removed.
+pub fn run(job: CleanJob) -> Result<JobOutcome> {
+    let mut pace = Pace::new(job.bytes_per_second);
+    let (map, cleaned_to) = build_map(&job, &mut pace)?;
+    let mut outcome = JobOutcome {
+        cleaned_to,
+        ..JobOutcome::default()
+    };
+    let cleanable: Vec<&JobSegment> = job.segments.iter().filter(|s| s.base < cleaned_to).collect();
+    for group in groups(&cleanable, job.group_bytes_max) {
+        match clean_group(&job, &group, &map, &mut pace, &mut outcome) {
+            Ok(g) => outcome.groups.push(g),
+            Err(e) => {
+                for g in outcome.groups.iter().map(|g| g.base).chain([group[0].base]) {
+                    clean_swap::remove_cleaned(&job.dir, g);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Fills the key map from the dirty segments, stopping at the first
+/// segment boundary where it is full. Returns the map and where it ends.
+fn build_map(job: &CleanJob, pace: &mut Pace) -> Result<(KeyMap, Offset)> {
+    let mut map = KeyMap::new(job.entries_max);
+    let mut end = job.dirty_from;
+    for seg in job.segments.iter().filter(|s| s.next_offset > job.dirty_from) {
+        if map.is_full() {
+            break;
+        }
+        let mut batches = BatchFile::open(seg)?;
+        while let Some((bytes, info)) = batches.next_batch()? {
+            pace.spent(bytes.len() as u64);
+            if info.next_offset() <= job.dirty_from {
+                continue;
+            }
+            let mut scratch = Vec::new();
+            let records = clean_filter::records_of(&bytes, &info, &mut scratch).map_err(|e| batches.bad(e))?;
+            for r in records.iter().flatten() {
+                let offset = info.base_offset.plus(i64::from(r.offset_delta));
+                if let (Some(key), true) = (r.key, offset >= job.dirty_from) {
+                    map.put(key, offset);
+                }
+            }
+        }
+        end = job
+            .segments
+            .iter()
+            .find(|s| s.base > seg.base)
+            .map_or(seg.next_offset, |next| next.base);
+    }
+    Ok((map, end))
+}
+
+/// Consecutive segments merged while their bytes fit `bytes_max` and their
+/// offsets fit the offset index's 32-bit relative offsets.
+fn groups<'a>(segments: &[&'a JobSegment], bytes_max: u64) -> Vec<Vec<&'a JobSegment>> {
+    let mut out: Vec<Vec<&JobSegment>> = Vec::new();
+    for &s in segments {
+        let fits = out.last().is_some_and(|g| {
+            let bytes: u64 = g.iter().map(|x| x.size).sum::<u64>() + s.size;
+            bytes <= bytes_max && s.next_offset.0 - g[0].base.0 <= i64::from(i32::MAX)
+        });
+        match out.last_mut() {
+            Some(g) if fits => g.push(s),
+            _ => out.push(vec![s]),
+        }
+    }
+    out
+}
+
+fn clean_group(
+    job: &CleanJob,
+    group: &[&JobSegment],
+    map: &KeyMap,
+    pace: &mut Pace,
+    outcome: &mut JobOutcome,
+) -> Result<CleanedGroup> {
+    let base = group[0].base;
+    let final_paths = SegmentPaths::new(&job.dir, base);
+    let cleaned = clean_swap::cleaned_paths(&job.dir, base);
+    let mut meta = crate::segment::Segment::empty_meta(base, &final_paths);
+    let file = File::create(&cleaned.log).map_err(|e| EngineError::io("create cleaned segment", &cleaned.log, e))?;
+    let mut out = BufWriter::with_capacity(IO_BUFFER_BYTES, file);
+    let horizon = TimestampMs(job.now.0.saturating_add(job.delete_retention_ms));
+    for seg in group {
+        let mut batches = BatchFile::open(seg)?;
+        while let Some((bytes, info)) = batches.next_batch()? {
+            pace.spent(bytes.len() as u64);
+            outcome.bytes_read += bytes.len() as u64;
+            let when_empty = match job.producer_last.get(&info.producer_id) {
+                Some(last) if *last == info.last_offset() => WhenEmpty::KeepHeader,
+                _ => WhenEmpty::Drop,
+            };
+            let mut removed = 0u64;
+            let kept = clean_filter::filter_batch(&bytes, &info, horizon, when_empty, &mut |r| {
+                let keep = retains(map, job.now, &info, r);
+                removed += u64::from(!keep);
+                keep
+            })
+            .map_err(|e| batches.bad(e))?;
+            outcome.records_removed += removed;
+            let written: &[u8] = match &kept {
+                Kept::Whole => &bytes,
+                Kept::Rebuilt(b) => b,
+                Kept::Dropped => continue,
+            };
+            let info = batch::validate(written, written.len(), Validation::Stored).map_err(|e| batches.bad(e))?;
+            let position = meta.size;
+            meta.note_batch(base, &info, position, job.index_interval_bytes);
+            out.write_all(written)
+                .map_err(|e| EngineError::io("write cleaned segment", &cleaned.log, e))?;
+            pace.spent(written.len() as u64);
+            outcome.bytes_written += written.len() as u64;
+        }
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| EngineError::io("write cleaned segment", &cleaned.log, e.into_error()))?;
+    file.sync_all()
+        .map_err(|e| EngineError::io("fdatasync cleaned segment", &cleaned.log, e))?;
+    meta.push_time_entry(base);
+    clean_swap::write_indexes(&cleaned, &mut meta)?;
+    meta.synced_size = meta.size;
+    meta.indexes_durable = true;
+    meta.length_durable = true;
+    Ok(CleanedGroup {
+        base,
+        replaces: group.iter().map(|s| s.base).collect(),
+        meta,
+    })
+}
+
+/// Whether a record stays: the latest of its key, and not a tombstone past
+/// its batch's delete horizon.
+fn retains(map: &KeyMap, now: TimestampMs, info: &BatchInfo, r: &clean_filter::RecordView<'_>) -> bool {
+    let Some(key) = r.key else { return false };
+    if map.get(key).is_some_and(|latest| latest > r.offset) {
+        return false;
+    }
+    !(r.is_tombstone && info.delete_horizon().is_some_and(|h| h <= now))
+}
+
+/// The batches of one sealed segment file, in order, each checked.
+struct BatchFile<'a> {
+    seg: &'a JobSegment,
+    reader: BufReader<File>,
+    position: u64,
+}
+
+impl<'a> BatchFile<'a> {
+    fn open(seg: &'a JobSegment) -> Result<BatchFile<'a>> {
+        let file = File::open(&seg.path).map_err(|e| EngineError::io("open segment to clean", &seg.path, e))?;
+        Ok(BatchFile {
+            seg,
+            reader: BufReader::with_capacity(IO_BUFFER_BYTES, file),
+            position: 0,
+        })
+    }
+
+    fn bad(&self, e: crate::error::BatchError) -> EngineError {
+        EngineError::BadFile {
+            path: self.seg.path.clone(),
+            reason: format!("cleaning, at byte {}: {e}", self.position),
+        }
+    }
+
+    /// The next batch, CRC-checked; `None` at the segment's end.
+    fn next_batch(&mut self) -> Result<Option<(Vec<u8>, BatchInfo)>> {
+        let left = self.seg.size - self.position;
+        if left == 0 {
+            return Ok(None);
+        }
+        let mut head = [0u8; batch::LOG_OVERHEAD_BYTES];
+        self.read(&mut head)?;
+        let size = batch::claimed_size(&head).map_err(|e| self.bad(e))?;
+        if size as u64 > left || size < batch::HEADER_BYTES {
+            return Err(self.bad(crate::error::BatchError::Invalid {
+                reason: "a batch runs past the segment's end",
+            }));
+        }
+        let mut bytes = vec![0u8; size];
+        bytes[..head.len()].copy_from_slice(&head);
+        self.read(&mut bytes[head.len()..])?;
+        let info = batch::validate(&bytes, size, Validation::Stored).map_err(|e| self.bad(e))?;
+        self.position += size as u64;
+        Ok(Some((bytes, info)))
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<()> {
+        self.reader
+            .read_exact(buf)
+            .map_err(|e| EngineError::io("read segment to clean", &self.seg.path, e))
+    }
+}
+
+/// Holds the job to `log.cleaner.io.max.bytes.per.second`, reads and
+/// writes together, as Kafka's throttler does.
+struct Pace {
+    bytes_per_second: Option<u64>,
+    started: Instant,
+    bytes: u64,
+}
+
+impl Pace {
+    fn new(bytes_per_second: Option<u64>) -> Pace {
+        Pace {
+            bytes_per_second,
+            started: Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    fn spent(&mut self, bytes: u64) {
+        let Some(rate) = self.bytes_per_second else { return };
+        self.bytes += bytes;
+        let due = Duration::from_secs_f64(self.bytes as f64 / rate.max(1) as f64);
+        let elapsed = self.started.elapsed();
+        if due > elapsed {
+            std::thread::sleep(due - elapsed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(base: i64, size: u64, next: i64) -> JobSegment {
+        JobSegment {
+            base: Offset(base),
+            path: PathBuf::new(),
+            size,
+            next_offset: Offset(next),
+        }
+    }
+
+    #[test]
+    fn groups_merge_while_bytes_fit() {
+        let segs = [seg(0, 40, 10), seg(10, 40, 20), seg(20, 40, 30), seg(30, 10, 40)];
+        let refs: Vec<&JobSegment> = segs.iter().collect();
+        let g = groups(&refs, 100);
+        let bases: Vec<Vec<i64>> = g.iter().map(|g| g.iter().map(|s| s.base.0).collect()).collect();
+        assert_eq!(bases, vec![vec![0, 10], vec![20, 30]]);
+        assert_eq!(
+            groups(&refs, 10).len(),
+            4,
+            "a segment larger than the limit stands alone"
+        );
+    }
+}
