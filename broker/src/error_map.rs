@@ -38,6 +38,9 @@ pub fn engine(e: &EngineError) -> ErrorCode {
         EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         // Retriable: the client refreshes its metadata and tries again.
         EngineError::ShardGone { .. } => ErrorCode::NotLeaderOrFollower,
+        // A read that met the cleaner's swap (retried inside the engine;
+        // here only if another path met it): the client asks again.
+        EngineError::SegmentReplaced { .. } => ErrorCode::RequestTimedOut,
         EngineError::PartitionExists { .. } => ErrorCode::UnknownServerError,
     }
 }
