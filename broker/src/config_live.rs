@@ -60,16 +60,23 @@ impl LiveConfig {
 
     /// The log config of a topic with `overrides`: the broker's defaults in
     /// force, the topic's overrides over them.
-    pub fn topic_log_config(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
+    pub fn topic_log_config(&self, topic: &str, overrides: &BTreeMap<String, String>) -> LogConfig {
         let broker_policy = self.effective.given.get("log.cleanup.policy");
-        match broker_policy {
+        let mut c = match broker_policy {
             Some(p) if !overrides.contains_key("cleanup.policy") => {
                 let mut o = overrides.clone();
                 o.insert("cleanup.policy".into(), p.clone());
                 topic_config::log_config(&self.effective.log, &o)
             }
             _ => topic_config::log_config(&self.effective.log, overrides),
+        };
+        if topic == crate::groups::OFFSETS_TOPIC {
+            // Compacted whatever its stored configs say (topics created
+            // before the cleaner existed say nothing): the coordinator
+            // reads it back as a key → latest value table.
+            c.cleanup_policy = ferrite_engine::log_config::CleanupPolicy::Compact;
         }
+        c
     }
 
     /// `min.insync.replicas` for a topic that does not override it.
@@ -208,19 +215,22 @@ mod tests {
 
     #[test]
     fn a_brokers_cleanup_policy_stands_in_for_a_topics() {
+        use ferrite_engine::log_config::CleanupPolicy;
         let mut dynamic = BrokerConfigs::new();
         dynamic.insert(BrokerEntity::Default, map(&[("log.cleanup.policy", "compact")]));
         let live = LiveConfig::compose(&BrokerConfig::default(), dynamic);
         assert_eq!(
-            live.topic_log_config(&BTreeMap::new()).retention_ms,
-            -1,
+            live.topic_log_config("t", &BTreeMap::new()).cleanup_policy,
+            CleanupPolicy::Compact,
             "compact only: nothing deleted"
         );
-        let own = live.topic_log_config(&map(&[("cleanup.policy", "delete")]));
+        let own = live.topic_log_config("t", &map(&[("cleanup.policy", "delete")]));
+        assert_eq!(own.cleanup_policy, CleanupPolicy::Delete, "the topic's own policy wins");
+        let offsets = live.topic_log_config(crate::groups::OFFSETS_TOPIC, &map(&[("cleanup.policy", "delete")]));
         assert_eq!(
-            own.retention_ms,
-            BrokerConfig::default().log.retention_ms,
-            "the topic's own policy wins"
+            offsets.cleanup_policy,
+            CleanupPolicy::Compact,
+            "__consumer_offsets is always compacted"
         );
     }
 }

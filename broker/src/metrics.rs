@@ -195,6 +195,16 @@ pub async fn report_logs(shard: Rc<BrokerShard>) {
             .absolute(scrub.bytes_verified);
         metrics::counter!("ferrite_scrub_damage_found_total", "shard" => label.clone()).absolute(scrub.damage_found);
         metrics::counter!("ferrite_scrub_passes_total", "shard" => label.clone()).absolute(scrub.passes);
+        let clean = shard.logs.cleaner_stats();
+        for (what, n) in [
+            ("logs_cleaned", clean.logs_cleaned),
+            ("bytes_read", clean.bytes_read),
+            ("bytes_written", clean.bytes_written),
+            ("records_removed", clean.records_removed),
+            ("failures", clean.failures),
+        ] {
+            metrics::counter!(format!("ferrite_cleaner_{what}_total"), "shard" => label.clone()).absolute(n);
+        }
         metrics::counter!("ferrite_follower_fetch_quiet_total", "shard" => label.clone())
             .absolute(shard.follower_views.quiet_answers());
         if let Some(replicas) = &shard.replicas {

@@ -44,7 +44,7 @@ enum MetaSource {
     Cluster(Arc<ClusterShared>),
 }
 
-fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
+fn log_manager_config(c: &BrokerConfig, shards: usize) -> LogManagerConfig {
     let mut m = LogManagerConfig::new(&c.log_dir);
     m.write_mode = c.segment_write_mode();
     m.repair = if c.recovery_repair {
@@ -59,6 +59,11 @@ fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
     m.open_files_per_shard = c.open_files_per_shard;
     m.scrub_bytes_per_second = c.scrub_bytes_per_second;
     m.scrub_interval_ms = c.scrub_interval_ms;
+    m.cleaner = c.cleaner.enabled.then(|| ferrite_engine::cleaner::CleanerParams {
+        entries_max: c.cleaner.entries_per_shard(shards),
+        bytes_per_second: c.cleaner.io_bytes_per_second,
+    });
+    m.cleaner_backoff_ms = c.cleaner.backoff_ms;
     m
 }
 
@@ -66,8 +71,8 @@ fn log_manager_config(c: &BrokerConfig) -> LogManagerConfig {
 /// the dynamic broker configs it holds).
 fn config_for(live: &LiveConfig, meta: &ClusterMeta, tp: &TopicPartition) -> LogConfig {
     match meta.topic(&tp.topic) {
-        Some(t) => live.topic_log_config(&t.configs),
-        None => live.effective.log.clone(),
+        Some(t) => live.topic_log_config(&t.name, &t.configs),
+        None => live.topic_log_config(&tp.topic, &Default::default()),
     }
 }
 
@@ -178,7 +183,7 @@ impl Server {
                     let live = LiveConfig::compose(&config, meta.broker_configs.clone());
                     let m = meta.clone();
                     let logs = LogManager::open(
-                        log_manager_config(&config),
+                        log_manager_config(&config, handle.shard_count()),
                         id,
                         handle.shard_count(),
                         Rc::new(SystemClock),

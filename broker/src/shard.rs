@@ -278,7 +278,7 @@ impl BrokerShard {
 
     /// The log config of a topic: broker defaults in force plus its overrides.
     pub fn topic_log_config(&self, topic: &TopicMeta) -> LogConfig {
-        self.live().topic_log_config(&topic.configs)
+        self.live().topic_log_config(&topic.name, &topic.configs)
     }
 
     /// The settings in force (see `config_live`).
@@ -324,7 +324,7 @@ impl BrokerShard {
             let Some(configs) = cluster.topic_configs(&tp.topic) else {
                 continue;
             };
-            let config = live.topic_log_config(&configs);
+            let config = live.topic_log_config(&tp.topic, &configs);
             if r.log().config() != config {
                 r.log().set_config(config);
             }

@@ -14,6 +14,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod authorizer;
+pub mod cleaner;
 pub mod defs;
 pub mod listeners;
 pub mod sasl;
@@ -55,6 +56,8 @@ pub struct BrokerConfig {
     pub ssl: ssl::SslSettings,
     /// The `sasl.*` settings of SASL listeners.
     pub sasl: sasl::SaslSettings,
+    /// `log.cleaner.*`: the log cleaner of compacted topics.
+    pub cleaner: cleaner::CleanerSettings,
     /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
     pub authorizer: authorizer::AuthorizerSettings,
     pub keystore: Option<ssl::Keystore>,
@@ -210,6 +213,7 @@ impl Default for BrokerConfig {
             extra_listeners: Vec::new(),
             ssl: ssl::SslSettings::default(),
             sasl: sasl::SaslSettings::default(),
+            cleaner: cleaner::CleanerSettings::default(),
             authorizer: authorizer::AuthorizerSettings::default(),
             keystore: None,
             log_dir: PathBuf::from("./ferrite-data"),
@@ -388,7 +392,7 @@ impl BrokerConfig {
             self.given.insert(k.clone(), v.clone());
             let (k, v) = (k.as_str(), v.as_str());
             let security = self.ssl.set(k, v)? || self.sasl.set(k, v)? || self.authorizer.set(k, v)?;
-            if self.listener_settings.set(k, v)? || security {
+            if self.listener_settings.set(k, v)? || security || self.cleaner.set(k, v)? {
                 continue;
             }
             match k {
@@ -412,6 +416,11 @@ impl BrokerConfig {
                 "message.max.bytes" => self.set_log("max.message.bytes", k, v)?,
                 "log.flush.interval.messages" => self.set_log("flush.messages", k, v)?,
                 "log.flush.interval.ms" => self.set_log("flush.ms", k, v)?,
+                "log.cleanup.policy" => self.set_log("cleanup.policy", k, v)?,
+                "log.cleaner.min.cleanable.ratio" => self.set_log("min.cleanable.dirty.ratio", k, v)?,
+                "log.cleaner.delete.retention.ms" => self.set_log("delete.retention.ms", k, v)?,
+                "log.cleaner.min.compaction.lag.ms" => self.set_log("min.compaction.lag.ms", k, v)?,
+                "log.cleaner.max.compaction.lag.ms" => self.set_log("max.compaction.lag.ms", k, v)?,
                 "socket.request.max.bytes" => self.socket_request_max_bytes = num(k, v)?,
                 "zookeeper.connect" => self.zookeeper_connect = Some(v.to_string()),
                 "log.retention.check.interval.ms" => self.retention_check_interval_ms = num(k, v)?,

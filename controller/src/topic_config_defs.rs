@@ -80,7 +80,6 @@ pub struct TopicConfigDef {
 }
 
 const LONG_MAX: &str = "9223372036854775807";
-const NO_COMPACTION: Built = Built::Not("user topics are not compacted yet (only __consumer_offsets is)");
 
 macro_rules! def {
     ($name:expr, $kind:ident, $default:expr, $check:expr, [$($syn:expr),*], $built:expr, $doc:expr) => {
@@ -119,19 +118,19 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "Largest record batch a produce may append to this topic."),
     def!("index.interval.bytes", Int, "4096", Check::AtLeast(0), ["log.index.interval.bytes"], Built::Yes,
         "Bytes of log between two entries of the offset and time indexes."),
-    def!("delete.retention.ms", Long, "86400000", Check::AtLeast(0), ["log.cleaner.delete.retention.ms"], NO_COMPACTION,
+    def!("delete.retention.ms", Long, "86400000", Check::AtLeast(0), ["log.cleaner.delete.retention.ms"], Built::Yes,
         "How long a compacted topic keeps a key's tombstone."),
-    def!("min.compaction.lag.ms", Long, "0", Check::AtLeast(0), ["log.cleaner.min.compaction.lag.ms"], NO_COMPACTION,
+    def!("min.compaction.lag.ms", Long, "0", Check::AtLeast(0), ["log.cleaner.min.compaction.lag.ms"], Built::Yes,
         "Youngest a record may be and still be compacted away."),
-    def!("max.compaction.lag.ms", Long, LONG_MAX, Check::AtLeast(1), ["log.cleaner.max.compaction.lag.ms"], NO_COMPACTION,
+    def!("max.compaction.lag.ms", Long, LONG_MAX, Check::AtLeast(1), ["log.cleaner.max.compaction.lag.ms"], Built::Yes,
         "Oldest a record may get before its segment must be compacted."),
     def!("file.delete.delay.ms", Long, "60000", Check::AtLeast(0), ["log.segment.delete.delay.ms"],
         Built::Not("a segment retention removes is deleted at once, once no reader holds it"),
         "Milliseconds between removing a segment from the log and deleting its files."),
-    def!("min.cleanable.dirty.ratio", Double, "0.5", Check::Ratio, ["log.cleaner.min.cleanable.ratio"], NO_COMPACTION,
+    def!("min.cleanable.dirty.ratio", Double, "0.5", Check::Ratio, ["log.cleaner.min.cleanable.ratio"], Built::Yes,
         "Share of a compacted log not yet compacted that starts a compaction."),
     def!("cleanup.policy", List, "delete", Check::ListOf(&["compact", "delete"]), ["log.cleanup.policy"],
-        Built::Not("compact is stored but user topics are not compacted yet: a topic without delete keeps every record"),
+        Built::Yes,
         "delete: old segments go by retention.ms and retention.bytes; compact: the latest record of each key is kept."),
     def!("unclean.leader.election.enable", Boolean, "false", Check::Any, ["unclean.leader.election.enable"], Built::Yes,
         "Whether a replica outside the ISR may become leader when no ISR member is left (loses acknowledged records)."),
@@ -328,9 +327,7 @@ mod tests {
 
     #[test]
     fn documentation_says_what_is_not_built() {
-        let doc = def("delete.retention.ms")
-            .map(|d| d.documentation())
-            .unwrap_or_default();
+        let doc = def("segment.jitter.ms").map(|d| d.documentation()).unwrap_or_default();
         assert!(doc.contains("Not built in Ferrite yet"), "{doc}");
         let doc = def("retention.ms").map(|d| d.documentation()).unwrap_or_default();
         assert!(!doc.contains("Not built"), "{doc}");

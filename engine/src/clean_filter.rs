@@ -90,6 +90,21 @@ pub fn records_of<'b>(
     record::decode_records(scratch, info.record_count).map(Some)
 }
 
+/// Refuses a producer's batch holding a record without a key: a compacted
+/// topic keeps records by key (Kafka answers INVALID_RECORD).
+pub fn check_keys(bytes: &[u8], info: &BatchInfo) -> Result<(), BatchError> {
+    let mut scratch = Vec::new();
+    match records_of(bytes, info, &mut scratch)? {
+        Some(records) if records.iter().all(|r| r.key.is_some()) => Ok(()),
+        Some(_) => Err(BatchError::Invalid {
+            reason: "a compacted topic refuses records without a key",
+        }),
+        None => Err(BatchError::Invalid {
+            reason: "a compacted topic's records must be checked for keys, and these do not inflate within the limit",
+        }),
+    }
+}
+
 /// Applies `retain` to each record of the batch in `bytes`. `horizon` is
 /// `now + delete.retention.ms`, stamped into a batch whose tombstones stay.
 pub fn filter_batch(

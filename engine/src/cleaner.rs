@@ -5,10 +5,12 @@
 //! and a *dirty* part after it; a pass:
 //!
 //! 1. picks the *cleanable* range: sealed segments only (never the active
-//!    one), each wholly below the high watermark (the retention limit), below
-//!    the segment holding the recovery point (everything cleaned was on the
-//!    device), and no younger than `min.compaction.lag.ms` by its largest
-//!    timestamp;
+//!    one), each wholly below the high watermark (the retention limit) and
+//!    no younger than `min.compaction.lag.ms` by its largest timestamp
+//!    (when that is set); and below the segment holding the recovery point
+//!    — a swap must not replace the segment recovery would scan from — so
+//!    the pass first flushes the log when the range reaches it (Kafka
+//!    flushes at every roll, which has the same effect);
 //! 2. runs when the dirty bytes reach `min.cleanable.dirty.ratio` of the
 //!    cleanable bytes, or when a dirty segment is older than
 //!    `max.compaction.lag.ms`;
@@ -64,6 +66,14 @@ pub struct CleanOutcome {
     pub records_removed: u64,
     /// Where the dirty part starts now.
     pub first_dirty: Offset,
+}
+
+/// What a pass would do.
+enum Plan {
+    Nothing,
+    /// Worth it once the recovery point is past the cleanable segments.
+    FlushFirst,
+    Job(CleanJob, Vec<Rc<Segment>>),
 }
 
 /// Per-log cleaner state: the first dirty offset, once read from its file.
@@ -141,8 +151,16 @@ impl PartitionLog {
     /// One cleaner pass, if the log is compacted and worth it. Runs the
     /// rewriting on the shard's blocking pool.
     pub async fn clean(self: &Rc<Self>, params: CleanerParams) -> Result<Option<CleanOutcome>> {
-        let Some((job, replaced)) = self.plan_clean(params)? else {
-            return Ok(None);
+        let (job, replaced) = match self.plan_clean(params) {
+            Plan::Nothing => return Ok(None),
+            Plan::Job(job, replaced) => (job, replaced),
+            Plan::FlushFirst => {
+                self.flush().await?;
+                match self.plan_clean(params) {
+                    Plan::Job(job, replaced) => (job, replaced),
+                    Plan::Nothing | Plan::FlushFirst => return Ok(None),
+                }
+            }
         };
         let truncations = self.truncations.get();
         let dir = job.dir.clone();
@@ -178,12 +196,11 @@ impl PartitionLog {
         Ok(Some(outcome))
     }
 
-    /// The job for a pass, and the segments it would replace; `None` when
-    /// there is nothing worth doing.
-    fn plan_clean(&self, params: CleanerParams) -> Result<Option<(CleanJob, Vec<Rc<Segment>>)>> {
+    /// The job for a pass, and the segments it would replace.
+    fn plan_clean(&self, params: CleanerParams) -> Plan {
         let config = self.config.borrow().clone();
         if !config.cleanup_policy.compacts() || self.check_usable().is_err() || self.is_damaged() {
-            return Ok(None);
+            return Plan::Nothing;
         }
         let now = self.clock.now_ms();
         let sealed: Vec<Rc<Segment>> = {
@@ -210,10 +227,19 @@ impl PartitionLog {
             },
         };
         let n = cleanable_count(&spans, bounds);
+        let unsynced = Bounds {
+            recovery_base: Offset(i64::MAX),
+            ..bounds
+        };
+        let n_after_flush = cleanable_count(&spans, unsynced);
         let first_dirty = self.first_dirty_offset();
         let overdue = TimestampMs(now.0.saturating_sub(config.max_compaction_lag_ms));
-        if !worth_cleaning(&spans[..n], first_dirty, config.min_cleanable_dirty_ratio, overdue) {
-            return Ok(None);
+        let worth = |n: usize| worth_cleaning(&spans[..n], first_dirty, config.min_cleanable_dirty_ratio, overdue);
+        if !worth(n) {
+            return match worth(n_after_flush) {
+                true => Plan::FlushFirst,
+                false => Plan::Nothing,
+            };
         }
         let segments = sealed[..n]
             .iter()
@@ -236,7 +262,7 @@ impl PartitionLog {
             producer_last: self.producers.borrow().last_offsets(),
             bytes_per_second: params.bytes_per_second,
         };
-        Ok(Some((job, sealed[..n].to_vec())))
+        Plan::Job(job, sealed[..n].to_vec())
     }
 
     /// Puts a cleaned group in place of `expected`, if they are still the

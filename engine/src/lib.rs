@@ -57,6 +57,7 @@ pub mod offsets;
 pub mod producer_scan;
 pub mod producer_state;
 pub mod record;
+mod record_set;
 pub mod recovery;
 pub mod retention;
 pub mod scan;

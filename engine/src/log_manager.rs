@@ -10,6 +10,7 @@
 //! | `log.retention.check.interval.ms`         | 300000  | apply `retention.ms` / `retention.bytes` |
 //! | `log.flush.scheduler.interval.ms`         | 1000    | flush logs whose `flush.ms` is due; retry removing deleted partitions' directories ([`crate::doomed_dirs`]) |
 //! | `log.flush.offset.checkpoint.interval.ms` | 60000   | write each log's checkpoint (recovery point, log start) |
+//! | `log.cleaner.backoff.ms`                  | 15000   | a cleaner pass over the compacted logs ([`crate::cleaner`]), one log at a time |
 //!
 //! (Kafka's default for the flush scheduler is "never", which makes
 //! `flush.ms` inert; Ferrite checks every second.)
@@ -54,6 +55,22 @@ pub struct LogManagerConfig {
     /// the next; the first starts one interval after the shard opened
     /// (`ferrite.scrub.interval.ms`).
     pub scrub_interval_ms: u64,
+    /// The log cleaner's settings; `None` turns it off
+    /// (`log.cleaner.enable=false`).
+    pub cleaner: Option<crate::cleaner::CleanerParams>,
+    /// Pause between two cleaner passes (`log.cleaner.backoff.ms`).
+    pub cleaner_backoff_ms: u64,
+}
+
+/// What a shard's cleaner has done since the broker started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CleanerStats {
+    /// Logs cleaned (passes that swapped something in).
+    pub logs_cleaned: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub records_removed: u64,
+    pub failures: u64,
 }
 
 /// The default of [`LogManagerConfig::scrub_bytes_per_second`]: a pass
@@ -98,6 +115,11 @@ impl LogManagerConfig {
             open_files_per_shard: OPEN_FILES_PER_SHARD_DEFAULT,
             scrub_bytes_per_second: SCRUB_BYTES_PER_SECOND_DEFAULT,
             scrub_interval_ms: SCRUB_INTERVAL_MS_DEFAULT,
+            cleaner: Some(crate::cleaner::CleanerParams {
+                entries_max: (64 << 20) / crate::clean_map::ENTRY_BYTES,
+                bytes_per_second: None,
+            }),
+            cleaner_backoff_ms: 15_000,
         }
     }
 }
@@ -146,6 +168,7 @@ pub struct LogManager {
     stopping: Cell<bool>,
     tasks: RefCell<Vec<glommio::task::JoinHandle<()>>>,
     scrub_stats: Cell<ScrubStats>,
+    cleaner_stats: Cell<CleanerStats>,
 }
 
 impl LogManager {
@@ -184,6 +207,7 @@ impl LogManager {
             stopping: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
             scrub_stats: Cell::new(ScrubStats::default()),
+            cleaner_stats: Cell::new(CleanerStats::default()),
         });
         manager
             .doomed
@@ -520,6 +544,37 @@ impl LogManager {
         self.scrub_stats.set(stats);
     }
 
+    /// What the cleaner has done so far.
+    pub fn cleaner_stats(&self) -> CleanerStats {
+        self.cleaner_stats.get()
+    }
+
+    /// One cleaner pass: each compacted log worth cleaning, one at a time.
+    pub async fn run_cleaner(&self) {
+        let Some(params) = self.config.cleaner else { return };
+        for log in self.snapshot() {
+            if self.stopping.get() {
+                return;
+            }
+            let result = log.clean(params).await;
+            let mut stats = self.cleaner_stats.get();
+            match result {
+                Ok(Some(o)) => {
+                    stats.logs_cleaned += u64::from(o.segments_written > 0);
+                    stats.bytes_read += o.bytes_read;
+                    stats.bytes_written += o.bytes_written;
+                    stats.records_removed += o.records_removed;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    stats.failures += 1;
+                    tracing::warn!(tp = %log.topic_partition(), error = %e, "cleaning failed; retried next pass");
+                }
+            }
+            self.cleaner_stats.set(stats);
+        }
+    }
+
     async fn run_checkpoints(&self) {
         for log in self.snapshot() {
             if log.is_poisoned() {
@@ -547,6 +602,7 @@ impl LogManager {
             (Task::Flush, self.config.flush_scheduler_interval_ms),
             (Task::Checkpoint, self.config.checkpoint_interval_ms),
             (Task::Scrub, self.config.scrub_interval_ms),
+            (Task::Clean, self.config.cleaner_backoff_ms),
         ];
         for (task, ms) in intervals {
             let me = self.clone();
@@ -565,6 +621,7 @@ impl LogManager {
                         }
                         Task::Checkpoint => me.run_checkpoints().await,
                         Task::Scrub => me.run_scrub().await,
+                        Task::Clean => me.run_cleaner().await,
                     }
                 }
             })
@@ -603,6 +660,7 @@ enum Task {
     Flush,
     Checkpoint,
     Scrub,
+    Clean,
 }
 
 #[cfg(test)]

@@ -96,9 +96,8 @@ impl PartitionLog {
 
     /// Deletes the sealed segments that lie wholly below `offset` (never
     /// the active one, never past the retention limit), moving the log
-    /// start as retention does: what an owner that has re-written
-    /// everything it needs above `offset` calls (the group coordinator's
-    /// compaction of `__consumer_offsets`). Runs as its own task.
+    /// start as retention does: what a follower calls to follow its
+    /// leader's log start. Runs as its own task.
     pub async fn delete_segments_below(self: &std::rc::Rc<Self>, offset: Offset) -> Result<RetentionOutcome> {
         let this = self.clone();
         crate::log::detached(async move {

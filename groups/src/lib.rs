@@ -2,8 +2,8 @@
 //! a group's membership ([`group`], its inputs and answers in
 //! [`messages`], its members in [`member`]), the records of
 //! `__consumer_offsets` ([`offsets_format`]), a partition's state replayed
-//! from them ([`partition_state`]) and what compaction keeps of it
-//! ([`compaction`]). Time comes in as [`ferrite_ids::MonoMs`]; the broker's
+//! from them ([`partition_state`]). The engine's log cleaner compacts the
+//! topic (keeping offsets). Time comes in as [`ferrite_ids::MonoMs`]; the broker's
 //! group coordinator drives them, reads and writes the log, and answers the
 //! wire.
 //!
@@ -13,7 +13,6 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod compaction;
 pub mod error;
 pub mod group;
 pub mod member;

@@ -158,7 +158,7 @@ impl ShardReplicas {
                     .await
                     .and_then(|r| r.ok())
                     .unwrap_or_default();
-                let log_config = live.topic_log_config(&configs);
+                let log_config = live.topic_log_config(&tp.topic, &configs);
                 let log = match logs.get(&tp) {
                     // Opened at start, before the topic's configs were known.
                     Some(log) => {

@@ -306,7 +306,9 @@ impl GroupCoordinator {
     }
 
     /// The write gate of partition `p`: every write holds one permit from
-    /// its append until its effect is in memory; compaction holds them all.
+    /// its append until its effect is in memory, which bounds a partition's
+    /// writes in flight. (The log cleaner compacts the topic below the high
+    /// watermark, keeping offsets: it needs no gate.)
     fn gate(&self, p: i32) -> Rc<glommio::sync::Semaphore> {
         self.gates
             .borrow_mut()
@@ -331,38 +333,6 @@ impl GroupCoordinator {
             .map_err(|_| GroupError::CoordinatorNotAvailable)?;
         self.append(host, p, records).await?;
         self.with_groups(p, apply)
-    }
-
-    /// Compacts partition `p` when most of its records are dead (see
-    /// [`ferrite_groups::compaction`]).
-    pub async fn compact_if_worth_it(&self, host: &dyn GroupHost, p: i32) -> Result<(), GroupError> {
-        let sink = host.offsets_sink(p)?;
-        let log = sink.log().clone();
-        let live = self.with_groups(p, |pg| ferrite_groups::compaction::live_records(pg))?;
-        let total = log.log_end_offset().0 - log.log_start_offset().0;
-        if !ferrite_groups::compaction::worth_it(total, live as i64, log.segment_count()) {
-            return Ok(());
-        }
-        let gate = self.gate(p);
-        let _all = gate
-            .acquire_permit(WRITES_INFLIGHT_MAX)
-            .await
-            .map_err(|_| GroupError::CoordinatorNotAvailable)?;
-        // Every write before this point is in the log and in memory; none
-        // runs until the live state is re-written above `covered`.
-        let covered = log.log_end_offset();
-        let records = self.with_groups(p, |pg| ferrite_groups::compaction::live_state(pg, wall_ms()))?;
-        let rewritten = records.len();
-        for chunk in records.chunks(ferrite_groups::compaction::RECORDS_PER_BATCH) {
-            self.append(host, p, chunk.to_vec()).await?;
-        }
-        let outcome = log.delete_segments_below(covered).await.map_err(|e| {
-            tracing::warn!(partition = p, error = %e, "deleting compacted segments failed");
-            GroupError::CoordinatorNotAvailable
-        })?;
-        tracing::info!(partition = p, records = total, live = rewritten, segments_deleted = outcome.segments_deleted,
-            log_start = %outcome.log_start, "compacted __consumer_offsets partition");
-        Ok(())
     }
 
     /// Registers a waiting JoinGroup answer.

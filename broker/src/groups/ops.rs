@@ -437,9 +437,6 @@ impl GroupCoordinator {
                 }
             }
             let _ = self.with_groups(p, |pg| pg.drop_finished());
-            if let Err(e) = self.compact_if_worth_it(host, p).await {
-                tracing::warn!(partition = p, error = %e, "compaction of __consumer_offsets failed");
-            }
         }
     }
 }

@@ -82,9 +82,8 @@ async fn ensure_offsets_topic(shard: &Rc<BrokerShard>) -> Result<(), GroupError>
     let o = &shard.config.offsets;
     let mut configs = BTreeMap::new();
     configs.insert("segment.bytes".to_string(), o.segment_bytes.to_string());
-    // Until compaction is built, nothing may be deleted by age or size.
-    configs.insert("retention.ms".to_string(), "-1".to_string());
-    configs.insert("retention.bytes".to_string(), "-1".to_string());
+    // As Kafka: the log cleaner keeps each key's latest record.
+    configs.insert("cleanup.policy".to_string(), "compact".to_string());
     let op = AdminOp::CreateTopic {
         name: OFFSETS_TOPIC.to_string(),
         placement: Placement::Spread {
