@@ -623,3 +623,64 @@ fn every_replica_of_the_offsets_topic_is_compacted() {
     });
     assert_eq!(start, 0, "compaction keeps the log start");
 }
+
+/// DeleteRecords (here through `ferrite topics delete-records`) moves the
+/// leader's log start; its followers take it from their next fetch, so a
+/// leader elected after a kill -9 starts the log there too.
+#[test]
+fn delete_records_moves_every_replicas_log_start() {
+    let _one = serial();
+    let mut cluster = Cluster::start(3, &[]);
+    wait_brokers(&cluster, 3);
+    let first = cluster.brokers[0].bootstrap();
+    assert_eq!(create_topic(&first, "dr", 1, 3, &[]), 0, "create topic");
+    let leader = wait_for("a leader", Duration::from_secs(20), || {
+        leaders_of(&first, "dr", 1).map(|l| l[0]).filter(|l| *l >= 0)
+    });
+    let to_leader = cluster.broker(leader).bootstrap();
+    for i in 0..100 {
+        let (code, _) = produce(&to_leader, "dr", 0, -1, format!("v{i}").as_bytes());
+        assert_eq!(code, 0, "produce {i}");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args([
+            "topics",
+            "delete-records",
+            "dr",
+            "--offset",
+            "40",
+            "--bootstrap",
+            &first,
+        ])
+        .output()
+        .expect("ferrite");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && text.contains("dr-0: log start now 40"),
+        "{text}"
+    );
+    for b in cluster.brokers.iter().filter(|b| b.id != leader) {
+        wait_for("the follower's log start", Duration::from_secs(20), || {
+            b.log_text()
+                .lines()
+                .any(|l| l.contains("log start moved up") && l.contains("tp=dr-0") && l.contains("log_start=40"))
+                .then_some(())
+        });
+    }
+    cluster.broker(leader).kill9();
+    let earliest = wait_for("a new leader's log start", Duration::from_secs(30), || {
+        let other = cluster.brokers.iter().find(|b| b.id != leader)?;
+        let new_leader = leaders_of(&other.bootstrap(), "dr", 1)?[0];
+        if new_leader < 0 || new_leader == leader {
+            return None;
+        }
+        let mut c = Connection::connect(&cluster.broker_ref(new_leader).bootstrap(), "cluster-test").ok()?;
+        let topics = [("dr".to_string(), vec![0])];
+        let mut r = c
+            .call(2, codec::LIST_OFFSETS_V, |w| codec::list_offsets(w, -2, &topics))
+            .ok()?;
+        let p = codec::decode_list_offsets(&mut r).ok()?.first()?.clone();
+        (p.error == 0).then_some(p.offset)
+    });
+    assert_eq!(earliest, 40, "the new leader's log starts where the old one's did");
+}

@@ -17,6 +17,7 @@
 pub mod acls;
 pub mod cluster;
 pub mod configs;
+pub mod delete_records;
 pub mod groups;
 pub mod topics;
 pub mod users;

@@ -38,6 +38,17 @@ pub enum TopicsCommand {
         #[arg(long = "delete", value_name = "KEY")]
         delete: Vec<String>,
     },
+    /// Delete the records below an offset: the partitions' log start moves
+    /// up to it (like kafka-delete-records.sh).
+    DeleteRecords {
+        name: String,
+        /// The new log start; -1: the high watermark (everything).
+        #[arg(long, allow_hyphen_values = true)]
+        offset: i64,
+        /// Only this partition (default: every partition).
+        #[arg(long)]
+        partition: Option<i32>,
+    },
     /// Grow a topic to a total number of partitions.
     AddPartitions {
         name: String,
@@ -57,6 +68,11 @@ pub fn run(bootstrap: &str, cmd: TopicsCommand, out: &mut dyn std::io::Write) ->
     let mut c = Connection::connect(bootstrap, "ferrite-cli")?;
     let w = |e: std::io::Error| ClientError::Kafka(e.to_string());
     match cmd {
+        TopicsCommand::DeleteRecords {
+            name,
+            offset,
+            partition,
+        } => crate::delete_records::run(bootstrap, &name, partition, offset, out)?,
         TopicsCommand::List => {
             let mut r = c.call(3, METADATA_V, |w| codec::metadata(w, None))?;
             let m = codec::decode_metadata(&mut r)?;

@@ -94,36 +94,70 @@ impl PartitionLog {
         crate::log::detached(async move { this.retention_inner().await }).await
     }
 
-    /// Deletes the sealed segments that lie wholly below `offset` (never
-    /// the active one, never past the retention limit), moving the log
-    /// start as retention does: what a follower calls to follow its
-    /// leader's log start. Runs as its own task.
-    pub async fn delete_segments_below(self: &std::rc::Rc<Self>, offset: Offset) -> Result<RetentionOutcome> {
+    /// DeleteRecords: moves the log start up to `offset` (at most the
+    /// retention limit, the high watermark: beyond it `OffsetOutOfRange`),
+    /// deleting the segments wholly below it. The start may fall inside a
+    /// segment: reads below it are out of range, as in Kafka. Returns the
+    /// log start after. Runs as its own task.
+    pub async fn delete_records(self: &std::rc::Rc<Self>, offset: Offset) -> Result<Offset> {
         let this = self.clone();
         crate::log::detached(async move {
             this.check_usable()?;
             let _flush = this.lock(&this.flush_lock, "wait for flush lock").await?;
-            let doomed = {
-                let segs = this.segments.borrow();
-                let sealed = segs.len() - 1;
-                segs.iter()
-                    .take(sealed)
-                    .take_while(|s| s.next_offset() <= offset)
-                    .count()
-            };
-            this.delete_prefix(doomed).await
+            let limit = this.deletion_limit();
+            if offset > limit {
+                return Err(crate::error::EngineError::OffsetOutOfRange {
+                    tp: this.tp.clone(),
+                    requested: offset,
+                    log_start: this.log_start_offset(),
+                    log_end: limit,
+                });
+            }
+            this.advance_start_to(offset).await
         })
         .await
     }
 
-    /// Whether [`PartitionLog::delete_segments_below`] would delete
-    /// anything for `offset` now: the oldest segment is sealed, ends at or
-    /// below `offset`, and the next one starts within the retention limit.
-    /// Cheap; a follower asks on every fetch.
-    pub fn can_delete_below(&self, offset: Offset) -> bool {
-        let segs = self.segments.borrow();
-        let Some(next) = segs.get(1) else { return false };
-        segs[0].next_offset() <= offset && next.base() <= self.deletion_limit()
+    /// A follower takes its leader's log start (what the leader's
+    /// retention or DeleteRecords removed), up to its own log end. Cheap
+    /// when there is nothing to do. Runs as its own task.
+    pub async fn follow_log_start(self: &std::rc::Rc<Self>, leader_log_start: Offset) -> Result<Offset> {
+        if leader_log_start <= self.log_start_offset() {
+            return Ok(self.log_start_offset());
+        }
+        let this = self.clone();
+        crate::log::detached(async move {
+            this.check_usable()?;
+            let _flush = this.lock(&this.flush_lock, "wait for flush lock").await?;
+            this.advance_start_to(leader_log_start.min(this.log_end_offset())).await
+        })
+        .await
+    }
+
+    /// Moves the log start up to `offset` (the caller holds the flush lock
+    /// and checked the limit).
+    async fn advance_start_to(&self, offset: Offset) -> Result<Offset> {
+        if offset <= self.log_start_offset() {
+            return Ok(self.log_start_offset());
+        }
+        let doomed = {
+            let segs = self.segments.borrow();
+            segs.iter()
+                .take(segs.len() - 1)
+                .take_while(|s| s.next_offset() <= offset)
+                .count()
+        };
+        self.delete_prefix(doomed).await?;
+        if self.log_start_offset() < offset {
+            self.offsets.borrow_mut().advance_log_start(offset);
+            self.cache.borrow_mut().drop_below(offset);
+            let moved = self.epochs.borrow_mut().truncate_from_start(offset);
+            self.epochs_changed(moved);
+            self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
+            self.write_checkpoint(Shutdown::Unclean).await?;
+        }
+        tracing::info!(tp = %self.tp, log_start = %self.log_start_offset(), "log start moved up");
+        Ok(self.log_start_offset())
     }
 
     /// The highest the log start may move: the log end (a segment rolled

@@ -127,7 +127,7 @@ fn workload(seed: u64, mode: WriteMode) {
                         sent[i].retain(|first, _| *first < cut);
                     } else if log.segment_count() > 2 {
                         let below = log.segment_bases()[1];
-                        log.delete_segments_below(below).await.expect("retention");
+                        log.follow_log_start(below).await.expect("retention");
                     }
                 }
             }

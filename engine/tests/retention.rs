@@ -172,3 +172,46 @@ fn the_log_manager_runs_retention_every_check_interval() {
         manager.shutdown().await;
     });
 }
+
+#[test]
+fn delete_records_moves_the_log_start_inside_a_segment_and_not_past_the_hw() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let log = PartitionLog::open(params(dir.path(), config(-1, -1), WriteMode::Buffered, clock.clone()))
+            .await
+            .unwrap();
+        for _ in 0..100 {
+            log.append(producer_batch(1, 300, 0, 1), LEADER).await.unwrap();
+        }
+        let segments = log.segment_count();
+        log.set_retention_limit(Some(Offset(50)));
+        assert!(matches!(
+            log.delete_records(Offset(51)).await,
+            Err(EngineError::OffsetOutOfRange { .. })
+        ));
+        assert_eq!(log.delete_records(Offset(37)).await.unwrap(), Offset(37));
+        assert!(log.segment_count() < segments, "segments wholly below went");
+        assert!(log.segment_bases()[0] <= Offset(37), "the segment holding 37 stays");
+        assert!(matches!(
+            log.read(Offset(36), 1000, Offset(50), SizeLimit::Strict).await,
+            Err(EngineError::OffsetOutOfRange { .. })
+        ));
+        let r = log
+            .read(Offset(37), 1000, Offset(50), SizeLimit::AtLeastOneBatch)
+            .await
+            .unwrap();
+        assert_eq!(r.first_offset, Offset(37));
+        assert_eq!(log.delete_records(Offset(10)).await.unwrap(), Offset(37), "never back");
+        // A follower takes a leader's log start up to its own end.
+        assert_eq!(log.follow_log_start(Offset(45)).await.unwrap(), Offset(45));
+        assert_eq!(log.follow_log_start(Offset(500)).await.unwrap(), log.log_end_offset());
+        let start = log.log_start_offset();
+        drop(log); // unclean: the log start comes from the checkpoint
+        let log = PartitionLog::open(params(dir.path(), config(-1, -1), WriteMode::Buffered, clock))
+            .await
+            .unwrap();
+        assert_eq!(log.log_start_offset(), start);
+        log.close().await.unwrap();
+    });
+}

@@ -28,6 +28,7 @@ pub mod configs;
 pub mod consumer_protocol;
 pub mod controlled_shutdown;
 pub mod controller_rpc;
+pub mod delete_records;
 pub mod describe_cluster;
 pub mod elect_leaders;
 pub mod errors;

@@ -8,6 +8,7 @@ use super::api_versions::ApiVersionsRequest;
 use super::configs::{AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest};
 use super::controlled_shutdown::ControlledShutdownRequest;
 use super::controller_rpc::ControllerRpc;
+use super::delete_records::DeleteRecordsRequest;
 use super::elect_leaders::ElectLeadersRequest;
 use super::fetch::FetchRequest;
 use super::group_membership::{
@@ -47,6 +48,7 @@ pub enum RequestBody {
     ControlledShutdown(ControlledShutdownRequest),
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     ElectLeaders(ElectLeadersRequest),
+    DeleteRecords(DeleteRecordsRequest),
     InitProducerId(InitProducerIdRequest),
     SaslHandshake(SaslHandshakeRequest),
     SaslAuthenticate(SaslAuthenticateRequest),
@@ -147,6 +149,7 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::ControlledShutdown => RequestBody::ControlledShutdown(ControlledShutdownRequest::decode(r)?),
         ApiKey::OffsetForLeaderEpoch => RequestBody::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::decode(r, v)?),
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(r, v)?),
+        ApiKey::DeleteRecords => RequestBody::DeleteRecords(DeleteRecordsRequest::decode(r, v)?),
         ApiKey::InitProducerId => RequestBody::InitProducerId(InitProducerIdRequest::decode(r, v)?),
         ApiKey::FindCoordinator => RequestBody::FindCoordinator(FindCoordinatorRequest::decode(r, v)?),
         ApiKey::JoinGroup => RequestBody::JoinGroup(JoinGroupRequest::decode(r, v)?),

@@ -266,9 +266,9 @@ impl LocalReplica {
 
     /// Records fetched from the leader (empty: nothing new), its HW and its
     /// log start, by a fetch sent in leader epoch `fetched_in`. Like Kafka's
-    /// followers, a follower follows the leader's log start: its segments
-    /// wholly below it go (what the leader deleted by compaction, say, which
-    /// the follower's own retention would keep). A range the scrubber
+    /// followers, a follower follows the leader's log start: its own moves
+    /// up to it and its segments wholly below it go (what the leader's
+    /// retention or DeleteRecords removed). A range the scrubber
     /// fenced is cut away here, to be fetched again (see
     /// `PartitionReplica::damage_found`).
     pub async fn append_fetched(
@@ -291,16 +291,7 @@ impl LocalReplica {
         if !records.is_empty() {
             self.log.append_replica(records).await?;
         }
-        if self.log.can_delete_below(leader_log_start) {
-            let outcome = self.log.delete_segments_below(leader_log_start).await?;
-            tracing::info!(
-                tp = %self.log.topic_partition(),
-                leader_log_start = leader_log_start.0,
-                log_start = outcome.log_start.0,
-                segments = outcome.segments_deleted,
-                "followed the leader's log start"
-            );
-        }
+        self.log.follow_log_start(leader_log_start).await?;
         self.state.borrow_mut().fetched(local_log(&self.log), leader_hw);
         if let Some(damage) = self.log.damage() {
             self.state.borrow_mut().damaged_while_following(damage.offset);

@@ -65,6 +65,7 @@ impl Ordering {
             | ApiKey::UpdateMetadata
             | ApiKey::ControlledShutdown
             | ApiKey::ElectLeaders
+            | ApiKey::DeleteRecords
             | ApiKey::InitProducerId
             | ApiKey::JoinGroup
             | ApiKey::Heartbeat

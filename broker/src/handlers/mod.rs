@@ -5,6 +5,7 @@ pub mod access;
 mod acls;
 mod admin;
 mod configs;
+mod delete_records;
 mod fetch;
 mod fetch_session;
 pub use fetch_session::FetchSessions;
@@ -204,6 +205,7 @@ async fn admin_request(
         RequestBody::DescribeUserScramCredentials(d) => scram_users::describe(shard, access, d, b),
         RequestBody::AlterUserScramCredentials(a) => Box::pin(scram_users::alter(shard, access, a, b)).await,
         RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, access, e, v, b)).await,
+        RequestBody::DeleteRecords(d) => Box::pin(delete_records::delete_records(shard, access, d, v, b)).await,
         // Dispatch's own.
         RequestBody::ApiVersions(_)
         | RequestBody::Metadata(_)
