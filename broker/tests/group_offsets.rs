@@ -117,7 +117,7 @@ fn offsets_topic_records(c: &mut Client) -> BTreeMap<i64, (Vec<u8>, Option<Vec<u
             let info = validate(&records[at..], 1 << 20, Validation::Stored).expect("a whole batch");
             let batch = &records[at..at + info.size];
             let mut body = Vec::new();
-            let parsed = ferrite_engine::clean_filter::records_of(batch, &info, &mut body).expect("records");
+            let parsed = ferrite_engine::clean_filter::records_of(batch, &info, &mut body, 1 << 20).expect("records");
             for r in parsed.into_iter().flatten() {
                 let o = info.base_offset.0 + i64::from(r.offset_delta);
                 let previous = out.insert(o, (r.key.unwrap_or_default().to_vec(), r.value.map(<[u8]>::to_vec)));

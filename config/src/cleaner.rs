@@ -3,7 +3,7 @@
 //! | key | default | what |
 //! |---|---|---|
 //! | `log.cleaner.enable` | true | run the cleaner on topics with `cleanup.policy` compact |
-//! | `log.cleaner.dedupe.buffer.size` | 134217728 | memory for the cleaners' key maps, shared by the shards (32 bytes a key) |
+//! | `log.cleaner.dedupe.buffer.size` | 134217728 | memory for the cleaners' key maps, shared by the shards (64 bytes a key) |
 //! | `log.cleaner.io.max.bytes.per.second` | unlimited | bytes a shard's cleaner reads and writes per second |
 //! | `log.cleaner.backoff.ms` | 15000 | pause between two cleaner passes over a shard's logs |
 //!
@@ -105,6 +105,6 @@ mod tests {
         assert!(c.set("log.cleaner.threads", "4").is_err());
         assert!(c.set("log.cleaner.dedupe.buffer.size", "100").is_err());
         assert!(!c.set("log.retention.ms", "1").unwrap());
-        assert_eq!(CleanerSettings::default().entries_per_shard(2), (64 << 20) / 32);
+        assert_eq!(CleanerSettings::default().entries_per_shard(2), (64 << 20) / 64);
     }
 }

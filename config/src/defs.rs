@@ -96,7 +96,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("ferrite.scrub.interval.ms", Long, Some("3600000"), "Ferrite: milliseconds from the end of one scrub pass over a shard's logs to the start of the next."),
     b!("log.cleaner.enable", Boolean, Some("true"), "Whether each shard's log cleaner compacts the topics whose cleanup.policy holds compact."),
     b!("log.cleaner.backoff.ms", Long, Some("15000"), "Milliseconds between two cleaner passes over a shard's logs."),
-    b!("log.cleaner.dedupe.buffer.size", Long, Some("134217728"), "Bytes for the cleaners' key maps, split over the shards (32 bytes a key)."),
+    b!("log.cleaner.dedupe.buffer.size", Long, Some("134217728"), "Bytes for the cleaners' key maps, split over the shards (64 bytes a key)."),
     b!("log.cleaner.io.max.bytes.per.second", Double, Some("1.7976931348623157E308"), "Bytes a shard's cleaner reads and writes per second."),
     b!("log.cleaner.threads", Int, Some("1"), "Cleaner threads: only 1 (each shard has one cleaner)."),
     b!("ferrite.io.memory.bytes.per.shard", Long, Some("8388608"), "Ferrite: each shard's pool of buffers registered with io_uring for direct writes and reads, resident from the start; a segment's write groups are at most an eighth of it. Smaller saves memory, larger keeps more and larger writes in flight without pinning pages per write."),

@@ -336,6 +336,9 @@ fn check_producer_fields(info: &BatchInfo) -> Result<(), BatchError> {
     if info.is_transactional {
         return invalid("transactional batches are not supported");
     }
+    if info.has_delete_horizon {
+        return invalid("the delete horizon is the log cleaner's to set");
+    }
     Ok(())
 }
 

@@ -61,12 +61,16 @@ pub enum WhenEmpty {
     KeepHeader,
 }
 
-/// The records of a batch (`bytes` exactly one stored batch), decompressed;
-/// `None` for a control batch or one too large to inflate.
+/// The records of a batch (`bytes` exactly one stored batch), decompressed
+/// within `limit` bytes; `None` for what the cleaner does not look inside
+/// (and keeps whole): a control batch, one that inflates past `limit`, one
+/// whose records' offset deltas are not increasing within its
+/// `lastOffsetDelta` (judging such records could remove a later record).
 pub fn records_of<'b>(
     bytes: &[u8],
     info: &BatchInfo,
     scratch: &'b mut Vec<u8>,
+    limit: usize,
 ) -> Result<Option<Vec<Record<'b>>>, BatchError> {
     if info.is_control {
         return Ok(None);
@@ -77,33 +81,40 @@ pub fn records_of<'b>(
     })?;
     *scratch = match info.compression {
         Compression::None => body.to_vec(),
-        codec => match crate::compression::decompress(codec, body, DECOMPRESSED_BYTES_MAX) {
+        codec => match crate::compression::decompress(codec, body, limit) {
             Ok(v) => v,
-            Err(_) if body.len() < DECOMPRESSED_BYTES_MAX => {
-                return Err(BatchError::Invalid {
-                    reason: "records do not decompress",
-                })
-            }
-            Err(_) => return Ok(None),
+            Err(BatchError::Invalid { reason }) if reason == crate::compression::BEYOND_LIMIT => return Ok(None),
+            Err(e) => return Err(e),
         },
     };
-    record::decode_records(scratch, info.record_count).map(Some)
+    let records = record::decode_records(scratch, info.record_count)?;
+    let in_order = records
+        .iter()
+        .try_fold(-1i32, |last, r| {
+            (r.offset_delta > last && r.offset_delta <= info.last_offset_delta).then_some(r.offset_delta)
+        })
+        .is_some();
+    Ok(in_order.then_some(records))
 }
 
 /// Refuses a producer's batch holding a record without a key: a compacted
-/// topic keeps records by key (Kafka answers INVALID_RECORD).
+/// topic keeps records by key (Kafka answers INVALID_RECORD). The records
+/// are inflated on the shard, at most [`PRODUCE_CHECK_BYTES_MAX`] of them.
 pub fn check_keys(bytes: &[u8], info: &BatchInfo) -> Result<(), BatchError> {
     let mut scratch = Vec::new();
-    match records_of(bytes, info, &mut scratch)? {
+    match records_of(bytes, info, &mut scratch, PRODUCE_CHECK_BYTES_MAX)? {
         Some(records) if records.iter().all(|r| r.key.is_some()) => Ok(()),
         Some(_) => Err(BatchError::Invalid {
             reason: "a compacted topic refuses records without a key",
         }),
         None => Err(BatchError::Invalid {
-            reason: "a compacted topic's records must be checked for keys, and these do not inflate within the limit",
+            reason: "a compacted topic checks every record's key, and these inflate past 64 MiB or their offsets are out of order",
         }),
     }
 }
+
+/// Largest inflated batch a produce to a compacted topic may carry.
+pub const PRODUCE_CHECK_BYTES_MAX: usize = 64 << 20;
 
 /// Applies `retain` to each record of the batch in `bytes`. `horizon` is
 /// `now + delete.retention.ms`, stamped into a batch whose tombstones stay.
@@ -115,7 +126,7 @@ pub fn filter_batch(
     retain: &mut dyn FnMut(&RecordView<'_>) -> bool,
 ) -> Result<Kept, BatchError> {
     let mut scratch = Vec::new();
-    let Some(records) = records_of(bytes, info, &mut scratch)? else {
+    let Some(records) = records_of(bytes, info, &mut scratch, DECOMPRESSED_BYTES_MAX)? else {
         return Ok(Kept::Whole);
     };
     let mut kept = Vec::with_capacity(records.len());
@@ -218,7 +229,7 @@ mod tests {
         let i = info(bytes);
         let mut scratch = Vec::new();
         let base_ts = i.base_timestamp.0;
-        records_of(bytes, &i, &mut scratch)
+        records_of(bytes, &i, &mut scratch, DECOMPRESSED_BYTES_MAX)
             .unwrap()
             .unwrap()
             .iter()
@@ -322,6 +333,22 @@ mod tests {
             let keys: Vec<_> = keys_and_times(&out).into_iter().map(|(o, k, _)| (o, k)).collect();
             assert_eq!(keys, vec![(101, b"b".to_vec()), (102, b"c".to_vec())], "{codec:?}");
         }
+    }
+
+    #[test]
+    fn records_with_offsets_out_of_order_are_not_looked_inside() {
+        let records = [rec(1, b"a", Some(b"1")), rec(0, b"b", Some(b"2")), rec(2, b"c", Some(b"3"))];
+        let b = build_batch_of_records(Offset(0), TimestampMs(0), &records);
+        let i = info(&b);
+        let mut scratch = Vec::new();
+        assert!(records_of(&b, &i, &mut scratch, DECOMPRESSED_BYTES_MAX)
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            filter_batch(&b, &i, TimestampMs(0), WhenEmpty::Drop, &mut |_| false).unwrap(),
+            Kept::Whole
+        );
+        assert!(check_keys(&b, &i).is_err(), "refused at produce");
     }
 
     fn codec_bits(codec: Compression) -> i16 {

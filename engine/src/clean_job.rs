@@ -78,7 +78,16 @@ pub struct JobOutcome {
     pub records_removed: u64,
 }
 
-/// Runs the job; on any error its `.cleaned` files are removed.
+/// What writing one group did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GroupStats {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub records_removed: u64,
+}
+
+/// Runs the whole job without swapping anything in (tests, and the crash
+/// test that swaps by hand): the map, then every group written.
 pub fn run(job: CleanJob) -> Result<JobOutcome> {
     let mut pace = Pace::new(job.bytes_per_second);
     let (map, cleaned_to) = build_map(&job, &mut pace)?;
@@ -86,29 +95,26 @@ pub fn run(job: CleanJob) -> Result<JobOutcome> {
         cleaned_to,
         ..JobOutcome::default()
     };
-    let cleanable: Vec<&JobSegment> = job.segments.iter().filter(|s| s.base < cleaned_to).collect();
-    for group in groups(&cleanable, job.group_bytes_max) {
-        match clean_group(&job, &group, &map, &mut pace, &mut outcome) {
-            Ok(g) => outcome.groups.push(g),
-            Err(e) => {
-                for g in outcome.groups.iter().map(|g| g.base).chain([group[0].base]) {
-                    clean_swap::remove_cleaned(&job.dir, g);
-                }
-                return Err(e);
-            }
-        }
+    for group in groups(&job.segments, cleaned_to, job.group_bytes_max) {
+        let (g, stats) = clean_group(&job, &group, &map, &mut pace)?;
+        outcome.bytes_read += stats.bytes_read;
+        outcome.bytes_written += stats.bytes_written;
+        outcome.records_removed += stats.records_removed;
+        outcome.groups.push(g);
     }
     Ok(outcome)
 }
 
-/// Fills the key map from the dirty segments, stopping at the first
-/// segment boundary where it is full. Returns the map and where it ends.
-fn build_map(job: &CleanJob, pace: &mut Pace) -> Result<(KeyMap, Offset)> {
+/// Fills the key map from the dirty segments, stopping after the batch
+/// with which it is full. Returns the map and where it ends: the part
+/// cleaned by this pass (records after it are judged by the map too, and
+/// kept unless it holds a later record of their key, which it cannot).
+pub fn build_map(job: &CleanJob, pace: &mut Pace) -> Result<(KeyMap, Offset)> {
     let mut map = KeyMap::new(job.entries_max);
     let mut end = job.dirty_from;
-    for seg in job.segments.iter().filter(|s| s.next_offset > job.dirty_from) {
-        if map.is_full() {
-            break;
+    for (i, seg) in job.segments.iter().enumerate() {
+        if seg.next_offset <= job.dirty_from {
+            continue;
         }
         let mut batches = BatchFile::open(seg)?;
         while let Some((bytes, info)) = batches.next_batch()? {
@@ -117,28 +123,30 @@ fn build_map(job: &CleanJob, pace: &mut Pace) -> Result<(KeyMap, Offset)> {
                 continue;
             }
             let mut scratch = Vec::new();
-            let records = clean_filter::records_of(&bytes, &info, &mut scratch).map_err(|e| batches.bad(e))?;
+            let records = clean_filter::records_of(&bytes, &info, &mut scratch, clean_filter::DECOMPRESSED_BYTES_MAX)
+                .map_err(|e| batches.bad(e))?;
             for r in records.iter().flatten() {
                 let offset = info.base_offset.plus(i64::from(r.offset_delta));
                 if let (Some(key), true) = (r.key, offset >= job.dirty_from) {
                     map.put(key, offset);
                 }
             }
+            end = info.next_offset();
+            if map.is_full() {
+                return Ok((map, end));
+            }
         }
-        end = job
-            .segments
-            .iter()
-            .find(|s| s.base > seg.base)
-            .map_or(seg.next_offset, |next| next.base);
+        end = job.segments.get(i + 1).map_or(seg.next_offset, |next| next.base);
     }
     Ok((map, end))
 }
 
-/// Consecutive segments merged while their bytes fit `bytes_max` and their
-/// offsets fit the offset index's 32-bit relative offsets.
-fn groups<'a>(segments: &[&'a JobSegment], bytes_max: u64) -> Vec<Vec<&'a JobSegment>> {
-    let mut out: Vec<Vec<&JobSegment>> = Vec::new();
-    for &s in segments {
+/// The segments below `cleaned_to`, in groups merged while their bytes fit
+/// `bytes_max` and their offsets fit the offset index's 32-bit relative
+/// offsets.
+pub fn groups(segments: &[JobSegment], cleaned_to: Offset, bytes_max: u64) -> Vec<Vec<JobSegment>> {
+    let mut out: Vec<Vec<JobSegment>> = Vec::new();
+    for s in segments.iter().filter(|s| s.base < cleaned_to).cloned() {
         let fits = out.last().is_some_and(|g| {
             let bytes: u64 = g.iter().map(|x| x.size).sum::<u64>() + s.size;
             bytes <= bytes_max && s.next_offset.0 - g[0].base.0 <= i64::from(i32::MAX)
@@ -151,12 +159,29 @@ fn groups<'a>(segments: &[&'a JobSegment], bytes_max: u64) -> Vec<Vec<&'a JobSeg
     out
 }
 
-fn clean_group(
+/// Writes one group, cleaned, to its `.cleaned` files (removed again if
+/// this fails).
+pub fn clean_group(
     job: &CleanJob,
-    group: &[&JobSegment],
+    group: &[JobSegment],
     map: &KeyMap,
     pace: &mut Pace,
-    outcome: &mut JobOutcome,
+) -> Result<(CleanedGroup, GroupStats)> {
+    let base = group[0].base;
+    let mut stats = GroupStats::default();
+    let written = write_group(job, group, map, pace, &mut stats);
+    if written.is_err() {
+        clean_swap::remove_cleaned(&job.dir, base);
+    }
+    Ok((written?, stats))
+}
+
+fn write_group(
+    job: &CleanJob,
+    group: &[JobSegment],
+    map: &KeyMap,
+    pace: &mut Pace,
+    outcome: &mut GroupStats,
 ) -> Result<CleanedGroup> {
     let base = group[0].base;
     let final_paths = SegmentPaths::new(&job.dir, base);
@@ -278,14 +303,15 @@ impl<'a> BatchFile<'a> {
 
 /// Holds the job to `log.cleaner.io.max.bytes.per.second`, reads and
 /// writes together, as Kafka's throttler does.
-struct Pace {
+#[derive(Debug)]
+pub struct Pace {
     bytes_per_second: Option<u64>,
     started: Instant,
     bytes: u64,
 }
 
 impl Pace {
-    fn new(bytes_per_second: Option<u64>) -> Pace {
+    pub fn new(bytes_per_second: Option<u64>) -> Pace {
         Pace {
             bytes_per_second,
             started: Instant::now(),
@@ -320,14 +346,18 @@ mod tests {
     #[test]
     fn groups_merge_while_bytes_fit() {
         let segs = [seg(0, 40, 10), seg(10, 40, 20), seg(20, 40, 30), seg(30, 10, 40)];
-        let refs: Vec<&JobSegment> = segs.iter().collect();
-        let g = groups(&refs, 100);
+        let g = groups(&segs, Offset(40), 100);
         let bases: Vec<Vec<i64>> = g.iter().map(|g| g.iter().map(|s| s.base.0).collect()).collect();
         assert_eq!(bases, vec![vec![0, 10], vec![20, 30]]);
         assert_eq!(
-            groups(&refs, 10).len(),
+            groups(&segs, Offset(40), 10).len(),
             4,
             "a segment larger than the limit stands alone"
+        );
+        assert_eq!(
+            groups(&segs, Offset(15), 100).len(),
+            1,
+            "only segments starting below the cleaned part"
         );
     }
 }

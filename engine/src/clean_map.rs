@@ -7,18 +7,18 @@
 //! cleaner keeps an MD5 of each key for the same reason.
 //!
 //! The map is bounded: it takes `entries_max` keys
-//! (`log.cleaner.dedupe.buffer.size`), and the cleaner stops filling it at
-//! the segment boundary where it is full, leaving the rest dirty for the
-//! next pass.
+//! (`log.cleaner.dedupe.buffer.size`), and the cleaner stops filling it
+//! after the batch that fills it, leaving the rest dirty for the next pass.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
 use crate::types::Offset;
 
-/// Bytes one entry is counted as against `log.cleaner.dedupe.buffer.size`
-/// (16 of hash, 8 of offset, and the hash table's own slack).
-pub const ENTRY_BYTES: usize = 32;
+/// Bytes one entry is counted as against `log.cleaner.dedupe.buffer.size`:
+/// 24 of hash and offset, and the hash table's slack (its load factor, and
+/// the old table it copies from while it grows).
+pub const ENTRY_BYTES: usize = 64;
 
 pub struct KeyMap {
     seeds: (
@@ -47,12 +47,12 @@ impl KeyMap {
         (u128::from(a.finish()) << 64) | u128::from(b.finish())
     }
 
-    /// Records `offset` as the latest of `key` (offsets come in order).
+    /// Records `offset` as the latest of `key`, unless the map has a later
+    /// one already.
     pub fn put(&mut self, key: &[u8], offset: Offset) {
         let h = self.hash(key);
         let slot = self.latest.entry(h).or_insert(offset);
-        assert!(*slot <= offset, "the key map is filled in offset order");
-        *slot = offset;
+        *slot = (*slot).max(offset);
     }
 
     /// The offset of `key`'s latest record, if the map saw it.

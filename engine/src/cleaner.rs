@@ -35,7 +35,9 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use crate::clean_job::{self, CleanJob, CleanedGroup, JobSegment};
+use std::sync::Arc;
+
+use crate::clean_job::{self, CleanJob, CleanedGroup, JobSegment, Pace};
 use crate::clean_swap::{self, Manifest};
 use crate::error::{EngineError, Result};
 use crate::file_cache::FileSlot;
@@ -131,15 +133,18 @@ pub fn worth_cleaning(
 }
 
 impl PartitionLog {
-    /// Where the dirty part starts (the log start when never cleaned).
+    /// Where the dirty part starts (the log start when never cleaned; never
+    /// past the log end).
     pub fn first_dirty_offset(&self) -> Offset {
         let known = self.cleaner.borrow().first_dirty;
         let first = known.unwrap_or_else(|| load_checkpoint(&self.dir).unwrap_or(Offset::ZERO));
         self.cleaner.borrow_mut().first_dirty = Some(first);
-        first.max(self.log_start_offset())
+        first.min(self.log_end_offset()).max(self.log_start_offset())
     }
 
-    /// After a truncation to `end`: what is appended from there on is dirty.
+    /// Before a truncation to `end`: what is appended from there on is
+    /// dirty. Stored first, so a crash in the truncation cannot leave a
+    /// first dirty offset above records appended after it.
     pub(crate) async fn lower_first_dirty(&self, end: Offset) -> Result<()> {
         if self.first_dirty_offset() <= end {
             return Ok(());
@@ -148,8 +153,10 @@ impl PartitionLog {
         store_checkpoint(&self.dir, end).await
     }
 
-    /// One cleaner pass, if the log is compacted and worth it. Runs the
-    /// rewriting on the shard's blocking pool.
+    /// One cleaner pass, if the log is compacted and worth it: the key map,
+    /// then each group written (on the shard's blocking pool) and swapped in
+    /// before the next is written, so a pass needs the disk space of one
+    /// group more, not of the whole range.
     pub async fn clean(self: &Rc<Self>, params: CleanerParams) -> Result<Option<CleanOutcome>> {
         let (job, replaced) = match self.plan_clean(params) {
             Plan::Nothing => return Ok(None),
@@ -163,35 +170,47 @@ impl PartitionLog {
             }
         };
         let truncations = self.truncations.get();
-        let dir = job.dir.clone();
-        let done = glommio::executor().spawn_blocking(move || clean_job::run(job)).await?;
+        let job = Arc::new(job);
+        let built = {
+            let job = job.clone();
+            off_shard(&self.dir, move || {
+                let mut pace = Pace::new(job.bytes_per_second);
+                clean_job::build_map(&job, &mut pace).map(|(map, to)| (map, to, pace))
+            })
+        };
+        let (map, cleaned_to, mut pace) = built.await??;
+        let map = Arc::new(map);
         let mut outcome = CleanOutcome {
-            bytes_read: done.bytes_read,
-            bytes_written: done.bytes_written,
-            records_removed: done.records_removed,
             first_dirty: self.first_dirty_offset(),
             ..CleanOutcome::default()
         };
-        let mut groups = done.groups.into_iter();
-        while let Some(group) = groups.next() {
+        for group in clean_job::groups(&job.segments, cleaned_to, job.group_bytes_max) {
             let expected: Vec<Rc<Segment>> = replaced
                 .iter()
-                .filter(|s| group.replaces.contains(&s.base()))
+                .filter(|s| group.iter().any(|g| g.base == s.base()))
                 .cloned()
                 .collect();
+            let (job, map) = (job.clone(), map.clone());
+            let (written, back) = off_shard(&self.dir, move || {
+                let written = clean_job::clean_group(&job, &group, &map, &mut pace);
+                (written, pace)
+            })
+            .await?;
+            pace = back;
+            let (group, stats) = written?;
+            outcome.bytes_read += stats.bytes_read;
+            outcome.bytes_written += stats.bytes_written;
+            outcome.records_removed += stats.records_removed;
             let n = group.replaces.len();
             if !self.swap_in(group, expected, truncations).await? {
-                for g in groups {
-                    clean_swap::remove_cleaned(&dir, g.base);
-                }
                 return Ok(Some(outcome));
             }
             outcome.segments_replaced += n;
             outcome.segments_written += 1;
         }
-        self.cleaner.borrow_mut().first_dirty = Some(done.cleaned_to);
-        store_checkpoint(&self.dir, done.cleaned_to).await?;
-        outcome.first_dirty = done.cleaned_to;
+        self.cleaner.borrow_mut().first_dirty = Some(cleaned_to);
+        store_checkpoint(&self.dir, cleaned_to).await?;
+        outcome.first_dirty = cleaned_to;
         tracing::info!(tp = %self.tp, ?outcome, "cleaned");
         Ok(Some(outcome))
     }
@@ -276,6 +295,17 @@ impl PartitionLog {
             clean_swap::remove_cleaned(&self.dir, group.base);
             return Ok(false);
         };
+        // The checkpoint file must not name a replaced segment (or a byte
+        // position in one) as where recovery starts: the in-memory recovery
+        // point is past them all (see `Bounds`), the file may lag it.
+        let last_replaced = group.replaces.last().copied().unwrap_or(group.base);
+        let stale = self
+            .last_checkpoint
+            .get()
+            .is_none_or(|c| c.recovery.segment_base <= last_replaced);
+        if stale {
+            self.write_checkpoint(crate::checkpoint::Shutdown::Unclean).await?;
+        }
         let manifest = Manifest {
             base: group.base,
             replaces: group.replaces.clone(),
@@ -285,12 +315,13 @@ impl PartitionLog {
         // now on those offsets are read from the cleaned file.
         let group_end = self.segments.borrow()[at + expected.len()].base();
         self.cache.borrow_mut().drop_below(group_end);
+        manifest.carry_out(&self.dir).map_err(|e| self.poison_with(e))?;
         // From here to the splice nothing awaits: no reader finds a retired
-        // segment in the list.
+        // segment in the list. (Had the renames failed, the old segments
+        // would stay in service, unretired, in a poisoned log.)
         for s in &expected {
             s.retire();
         }
-        manifest.carry_out(&self.dir).map_err(|e| self.poison_with(e))?;
         let paths = SegmentPaths::new(&self.dir, group.base);
         let reader = FileSlot::closed(self.file_cache.clone(), &paths.log, SegmentFile::open_boxed);
         let cleaned = Rc::new(Segment::assemble(group.base, paths, reader, None, group.meta));
@@ -315,6 +346,26 @@ impl PartitionLog {
             .all(|(i, e)| segs.get(at + i).is_some_and(|s| Rc::ptr_eq(s, e)));
         (all && at + expected.len() < segs.len()).then_some(at)
     }
+}
+
+/// Runs `work` on the shard's blocking pool; a panic there (a bug) becomes
+/// an error of this log's pass instead of a lost pool thread and a pass
+/// that never ends.
+async fn off_shard<T: Send + 'static>(dir: &Path, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    let caught = glommio::executor()
+        .spawn_blocking(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)))
+        .await;
+    caught.map_err(|panic| EngineError::BadFile {
+        path: dir.to_path_buf(),
+        reason: format!(
+            "the log cleaner failed: {}",
+            panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
+        ),
+    })
 }
 
 fn load_checkpoint(dir: &Path) -> Option<Offset> {

@@ -20,6 +20,10 @@ const XERIAL_MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
 /// Magic + version + compatible version.
 const XERIAL_HEADER_BYTES: usize = 16;
 
+/// The reason given when records inflate past the caller's limit (so a
+/// caller can tell "too large to look at" from "damaged").
+pub const BEYOND_LIMIT: &str = "records decompress beyond the limit";
+
 fn invalid(reason: &'static str) -> BatchError {
     BatchError::Invalid { reason }
 }
@@ -34,7 +38,7 @@ fn read_bounded(mut r: impl Read, limit: usize) -> Result<Vec<u8>, BatchError> {
             return Ok(out);
         }
         if out.len() + n > limit {
-            return Err(invalid("records decompress beyond the limit"));
+            return Err(invalid(BEYOND_LIMIT));
         }
         out.extend_from_slice(&chunk[..n]);
     }
@@ -43,7 +47,7 @@ fn read_bounded(mut r: impl Read, limit: usize) -> Result<Vec<u8>, BatchError> {
 fn snappy_block(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), BatchError> {
     let len = snap::raw::decompress_len(input).map_err(|_| invalid("bad snappy block"))?;
     if out.len() + len > limit {
-        return Err(invalid("records decompress beyond the limit"));
+        return Err(invalid(BEYOND_LIMIT));
     }
     let start = out.len();
     out.resize(start + len, 0);

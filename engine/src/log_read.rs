@@ -103,6 +103,9 @@ impl LogRead {
 /// cache does not hold.
 const UNCACHED_WAIT_MAX: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// Times a read looks a segment up again after the cleaner replaced it.
+const REPLACED_RETRIES_MAX: u32 = 8;
+
 /// Largest decompressed batch the timestamp look-up will inflate.
 pub const DECOMPRESSED_BYTES_MAX: usize = 64 << 20;
 
@@ -147,13 +150,18 @@ impl PartitionLog {
         at_least_one: bool,
     ) -> Result<LogRead> {
         let mut at = from;
+        let mut replaced = 0;
         loop {
             let Some(segment) = self.segment_for(at) else {
                 return Ok(LogRead::empty(from));
             };
             let read = match self.read_segment(&segment, at, max_bytes, upper, at_least_one).await {
-                // The cleaner swapped it out since it was found: look again.
-                Err(EngineError::SegmentReplaced { .. }) => continue,
+                // The cleaner swapped it out since it was found: look again
+                // (a few times: each swap puts a fresh segment in its place).
+                Err(EngineError::SegmentReplaced { .. }) if replaced < REPLACED_RETRIES_MAX => {
+                    replaced += 1;
+                    continue;
+                }
                 other => other?,
             };
             match read {

@@ -107,6 +107,13 @@ fn last_seq(first: i32, count: i32) -> i32 {
     ((i64::from(first) + span) % (i64::from(i32::MAX) + 1)) as i32
 }
 
+/// The sequences a batch spans: one per offset, whatever records the log
+/// cleaner removed from it since (a compacted batch keeps its
+/// `lastOffsetDelta`, as Kafka's does for this reason).
+fn offsets_of(info: &BatchInfo) -> i32 {
+    info.last_offset_delta.saturating_add(1)
+}
+
 fn next_seq(seq: i32) -> i32 {
     if seq == i32::MAX {
         0
@@ -174,7 +181,7 @@ impl ProducerStates {
             }
             return Ok(SeqCheck::Append);
         }
-        let last = last_seq(first, info.record_count);
+        let last = last_seq(first, offsets_of(info));
         if let Some(b) = entry
             .batches
             .iter()
@@ -220,7 +227,7 @@ impl ProducerStates {
         }
         entry.batches.push_back(BatchSeq {
             first_seq: info.base_sequence,
-            last_seq: last_seq(info.base_sequence, info.record_count),
+            last_seq: last_seq(info.base_sequence, offsets_of(info)),
             first_offset: info.base_offset,
             last_offset: info.last_offset(),
         });

@@ -137,3 +137,18 @@ fn idle_producers_expire() {
     assert!(s.get(ProducerId(1)).is_none());
     assert!(s.get(ProducerId(2)).is_some());
 }
+
+/// A batch the log cleaner emptied keeps its offsets, and so its sequences:
+/// state rebuilt from it expects the sequence after its last offset.
+#[test]
+fn a_compacted_batch_still_spans_its_sequences() {
+    let mut s = ProducerStates::new();
+    let mut cleaned = batch(7, 0, 0, 5, 0);
+    cleaned.record_count = 0;
+    s.record(&cleaned);
+    assert_eq!(s.check(&batch(7, 0, 5, 1, 5)), Ok(SeqCheck::Append));
+    assert!(
+        s.check(&batch(7, 0, 1, 1, 5)).is_err(),
+        "the sequences it spanned are used"
+    );
+}

@@ -225,12 +225,20 @@ impl Segment {
     /// The read descriptor, reopened if the file cache closed it. Holding
     /// the `Rc` keeps it open.
     pub async fn reader(&self) -> Result<Rc<SegmentFile>> {
+        let replaced = || EngineError::SegmentReplaced {
+            path: self.paths.log.clone(),
+        };
         if self.retired.get() {
-            return Err(EngineError::SegmentReplaced {
-                path: self.paths.log.clone(),
-            });
+            return Err(replaced());
         }
-        self.reader.get().await
+        let file = self.reader.get().await?;
+        // Retired while the open ran: it may have opened the cleaned file
+        // now at this path, which this segment's positions do not fit.
+        if self.retired.get() {
+            self.reader.close();
+            return Err(replaced());
+        }
+        Ok(file)
     }
 
     /// Takes the segment out of service for a cleaned one at its path:

@@ -130,6 +130,7 @@ impl PartitionLog {
             self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
             return Ok(self.log_end_offset());
         }
+        self.lower_first_dirty(offset).await.map_err(|e| self.poison_with(e))?;
         let result = if cut == Cut::Restart || offset < self.log_start_offset() {
             self.truncate_fully(offset).await
         } else {
@@ -137,7 +138,6 @@ impl PartitionLog {
         };
         let end = result.map_err(|e| self.poison_with(e))?;
         self.forget_damage_if_gone();
-        self.lower_first_dirty(end).await.map_err(|e| self.poison_with(e))?;
         self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
         self.rebuild_producers().await.map_err(|e| self.poison_with(e))?;
         self.store_checkpoint(Shutdown::Unclean).await?;
