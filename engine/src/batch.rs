@@ -55,8 +55,8 @@ const _: () = assert!(HEADER_BYTES > LOG_OVERHEAD_BYTES);
 
 const ATTR_COMPRESSION_MASK: i16 = 0x07;
 const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
-const ATTR_TRANSACTIONAL: i16 = 0x10;
-const ATTR_CONTROL: i16 = 0x20;
+pub const ATTR_TRANSACTIONAL: i16 = 0x10;
+pub const ATTR_CONTROL: i16 = 0x20;
 /// KIP-534: the batch's baseTimestamp holds the time after which the
 /// cleaner may remove its tombstones (set by the cleaner only).
 pub const ATTR_DELETE_HORIZON: i16 = 0x40;
@@ -308,7 +308,10 @@ pub fn check_fields(info: &BatchInfo, validation: Validation) -> Result<(), Batc
     if info.producer_id < ProducerId::NONE {
         return invalid("producerId below -1");
     }
-    if info.producer_id > ProducerId::NONE && (info.producer_epoch < 0 || info.base_sequence < 0) {
+    // A transaction marker (a control batch) carries its producer's id and
+    // epoch but no sequence, as in Kafka.
+    if info.producer_id > ProducerId::NONE && (info.producer_epoch < 0 || (info.base_sequence < 0 && !info.is_control))
+    {
         return invalid("idempotent batch without epoch or sequence");
     }
     match validation {

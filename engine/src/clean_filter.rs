@@ -337,7 +337,11 @@ mod tests {
 
     #[test]
     fn records_with_offsets_out_of_order_are_not_looked_inside() {
-        let records = [rec(1, b"a", Some(b"1")), rec(0, b"b", Some(b"2")), rec(2, b"c", Some(b"3"))];
+        let records = [
+            rec(1, b"a", Some(b"1")),
+            rec(0, b"b", Some(b"2")),
+            rec(2, b"c", Some(b"3")),
+        ];
         let b = build_batch_of_records(Offset(0), TimestampMs(0), &records);
         let i = info(&b);
         let mut scratch = Vec::new();

@@ -71,6 +71,7 @@ pub mod stall_guard;
 pub mod sys;
 pub mod time_index;
 pub mod truncate;
+pub mod txn_state;
 pub mod types;
 pub mod write_mode;
 
