@@ -564,6 +564,11 @@ impl PartitionLog {
             }
             self.note_epoch(info.leader_epoch, info.base_offset);
             self.producers.borrow_mut().record(&info);
+            if info.is_transactional {
+                let bytes = &records.as_slice()[*pos..*pos + info.size];
+                let marker = crate::txn_state::marker_if_control(bytes, &info);
+                self.producers.borrow_mut().apply_txn(&info, marker);
+            }
             next = info.next_offset();
             stamped.push((*pos, info));
         }

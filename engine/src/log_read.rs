@@ -461,3 +461,16 @@ enum SegmentRead {
     Found(LogRead),
     NotHere,
 }
+impl PartitionLog {
+    /// The first offset of the oldest open transaction: `read_committed`
+    /// readers see nothing from there on (nor past the high watermark).
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
+        self.producers.borrow().txns().first_unstable()
+    }
+
+    /// The aborted transactions a `read_committed` read of `[from, upper)`
+    /// reports, as `(producer id, first offset)`.
+    pub fn aborted_transactions(&self, from: Offset, upper: Offset) -> Vec<(crate::types::ProducerId, Offset)> {
+        self.producers.borrow().txns().aborted_within(from, upper)
+    }
+}

@@ -1,7 +1,7 @@
 //! Rebuilding a partition's producer state ([`crate::producer_state`]) from
 //! its snapshot and the batch headers after it: when the log opens, and
-//! after a truncation. Only headers are read, one per batch, from the
-//! snapshot's offset (from the first segment when there is no usable
+//! after a truncation. Only headers are read, one per batch (and the one
+//! record of a transaction marker), from the snapshot's offset (from the first segment when there is no usable
 //! snapshot) to the log end.
 
 use std::collections::VecDeque;
@@ -35,6 +35,13 @@ pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: O
             }
             if info.base_offset >= from {
                 states.record(&info);
+                if info.is_transactional {
+                    let marker = match info.is_control {
+                        true => crate::txn_state::marker_if_control(&reader.read_at(pos, info.size).await?, &info),
+                        false => None,
+                    };
+                    states.apply_txn(&info, marker);
+                }
                 batches += 1;
             }
             pos += info.size as u64;

@@ -24,14 +24,19 @@
 //! atomically. Big-endian:
 //!
 //! ```text
-//! magic    4  "FPS1"
+//! magic    4  "FPS2" ("FPS1": the same without the two transaction lists)
 //! crc      4  CRC-32C (Castagnoli) of every byte after this field
 //! offset   8  the state covers the batches below this offset
 //! count    4  number of producers
 //! producer    pid i64 | epoch i16 | last_timestamp i64 | batches u8 (≤ 5)
 //!             | batches × (first_seq i32 | last_seq i32 | first_offset i64 | last_offset i64)
+//! open     4  number of open transactions, then each: pid i64 | first_offset i64
+//! aborted  4  number of aborted transactions, then each a 34-byte entry
+//!             ([`crate::txn_state::AbortedTxn`], Kafka's `.txnindex` entry)
 //! ```
 //!
+//! The transactions ([`crate::txn_state`]) ride along: the state is the
+//! snapshot plus the batches after it, for them as for the sequences.
 //! A file that does not parse is ignored and the state rebuilt from the
 //! whole log.
 
@@ -41,6 +46,7 @@ use std::path::Path;
 use crate::batch::BatchInfo;
 use crate::checkpoint::{self, ReplaceOps};
 use crate::error::Result;
+use crate::txn_state::{AbortedTxn, Marker, TxnState};
 use crate::types::{Offset, ProducerId, TimestampMs};
 
 /// Batches remembered per producer.
@@ -49,7 +55,9 @@ pub const BATCHES_KEPT: usize = 5;
 pub const PRODUCERS_MAX: usize = 100_000;
 pub const FILE_NAME: &str = "producer-state";
 const TMP_NAME: &str = "producer-state.tmp";
-const MAGIC: &[u8; 4] = b"FPS1";
+const MAGIC: &[u8; 4] = b"FPS2";
+const MAGIC_V1: &[u8; 4] = b"FPS1";
+const OPEN_TXN_BYTES: usize = 8 + 8;
 const HEADER_BYTES: usize = 4 + 4 + 8 + 4;
 const PRODUCER_BYTES: usize = 8 + 2 + 8 + 1;
 const BATCH_BYTES: usize = 4 + 4 + 8 + 8;
@@ -126,6 +134,7 @@ fn next_seq(seq: i32) -> i32 {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProducerStates {
     producers: BTreeMap<ProducerId, ProducerEntry>,
+    txns: TxnState,
 }
 
 impl ProducerStates {
@@ -143,6 +152,22 @@ impl ProducerStates {
 
     pub fn get(&self, producer_id: ProducerId) -> Option<&ProducerEntry> {
         self.producers.get(&producer_id)
+    }
+
+    /// The partition's transactions.
+    pub fn txns(&self) -> &TxnState {
+        &self.txns
+    }
+
+    /// Applies a transactional batch in the log (`marker`: what a control
+    /// batch says); returns the transaction it aborted, if it did.
+    pub fn apply_txn(&mut self, info: &BatchInfo, marker: Option<Marker>) -> Option<AbortedTxn> {
+        self.txns.apply(info, marker)
+    }
+
+    /// Forgets aborted transactions wholly below the log start.
+    pub fn drop_txns_below(&mut self, log_start: Offset) {
+        self.txns.drop_below(log_start);
     }
 
     /// Each producer's last batch's last offset (the batch the log cleaner
@@ -268,6 +293,16 @@ impl ProducerStates {
                 body.extend_from_slice(&b.last_offset.0.to_be_bytes());
             }
         }
+        let open: Vec<(ProducerId, Offset)> = self.txns.open().collect();
+        body.extend_from_slice(&(open.len() as u32).to_be_bytes());
+        for (pid, first) in open {
+            body.extend_from_slice(&pid.0.to_be_bytes());
+            body.extend_from_slice(&first.0.to_be_bytes());
+        }
+        body.extend_from_slice(&(self.txns.aborted().len() as u32).to_be_bytes());
+        for a in self.txns.aborted() {
+            a.encode(&mut body);
+        }
         let mut out = Vec::with_capacity(8 + body.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
@@ -277,7 +312,12 @@ impl ProducerStates {
 
     /// Parses a snapshot: the offset it covers, and the state.
     pub fn decode(bytes: &[u8]) -> std::result::Result<(Offset, ProducerStates), String> {
-        if bytes.len() < HEADER_BYTES || &bytes[..4] != MAGIC {
+        let with_txns = match bytes.get(..4) {
+            Some(m) if m == MAGIC => true,
+            Some(m) if m == MAGIC_V1 => false,
+            _ => return Err("not a producer-state snapshot".into()),
+        };
+        if bytes.len() < HEADER_BYTES {
             return Err("not a producer-state snapshot".into());
         }
         let crc = u32::from_be_bytes(take::<4>(bytes, 4)?);
@@ -319,10 +359,15 @@ impl ProducerStates {
                 },
             );
         }
+        let txns = if with_txns {
+            decode_txns(bytes, &mut at)?
+        } else {
+            TxnState::new()
+        };
         if at != bytes.len() {
             return Err(format!("{} bytes after the last producer", bytes.len() - at));
         }
-        Ok((offset, ProducerStates { producers }))
+        Ok((offset, ProducerStates { producers, txns }))
     }
 
     /// Reads `dir`'s snapshot; `None` when there is none or it does not
@@ -357,6 +402,36 @@ impl ProducerStates {
         )
         .await
     }
+}
+
+/// The open and aborted transactions of an FPS2 snapshot, from `at`.
+fn decode_txns(bytes: &[u8], at: &mut usize) -> std::result::Result<TxnState, String> {
+    let open_count = u32::from_be_bytes(take::<4>(bytes, *at)?) as usize;
+    *at += 4;
+    if open_count > bytes.len().saturating_sub(*at) / OPEN_TXN_BYTES {
+        return Err(format!("{open_count} open transactions do not fit"));
+    }
+    let mut open = Vec::with_capacity(open_count);
+    for _ in 0..open_count {
+        let pid = ProducerId(i64::from_be_bytes(take::<8>(bytes, *at)?));
+        let first = Offset(i64::from_be_bytes(take::<8>(bytes, *at + 8)?));
+        open.push((pid, first));
+        *at += OPEN_TXN_BYTES;
+    }
+    let aborted_count = u32::from_be_bytes(take::<4>(bytes, *at)?) as usize;
+    *at += 4;
+    if aborted_count > bytes.len().saturating_sub(*at) / AbortedTxn::BYTES {
+        return Err(format!("{aborted_count} aborted transactions do not fit"));
+    }
+    let mut aborted = Vec::with_capacity(aborted_count);
+    for _ in 0..aborted_count {
+        let entry = bytes
+            .get(*at..*at + AbortedTxn::BYTES)
+            .ok_or("truncated aborted transaction")?;
+        aborted.push(AbortedTxn::decode(entry)?);
+        *at += AbortedTxn::BYTES;
+    }
+    TxnState::restore(open, aborted)
 }
 
 fn take<const N: usize>(bytes: &[u8], at: usize) -> std::result::Result<[u8; N], String> {

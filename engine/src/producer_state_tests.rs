@@ -152,3 +152,21 @@ fn a_compacted_batch_still_spans_its_sequences() {
         "the sequences it spanned are used"
     );
 }
+
+/// A snapshot written before transactions (FPS1) still loads, with no
+/// transaction open or aborted.
+#[test]
+fn a_snapshot_without_transactions_still_loads() {
+    let mut s = ProducerStates::new();
+    s.record(&batch(3, 1, 0, 2, 40));
+    let v2 = s.encode(Offset(42));
+    // FPS2 ends with two empty lists (two u32 zeros); FPS1 has neither.
+    let mut v1 = v2[..v2.len() - 8].to_vec();
+    v1[..4].copy_from_slice(b"FPS1");
+    let crc = crc32c::crc32c(&v1[8..]);
+    v1[4..8].copy_from_slice(&crc.to_be_bytes());
+    let (offset, back) = ProducerStates::decode(&v1).expect("an FPS1 snapshot");
+    assert_eq!((offset, back), (Offset(42), s.clone()));
+    let (_, back2) = ProducerStates::decode(&v2).expect("an FPS2 snapshot");
+    assert_eq!(back2, s);
+}

@@ -165,6 +165,16 @@ pub fn marker_of(bytes: &[u8], info: &BatchInfo) -> Result<Option<Marker>, Batch
     })
 }
 
+/// What a transactional batch in the log says about its transaction: the
+/// marker of a control batch, `None` for data (or a control record of
+/// another kind, or one that does not parse: it ends nothing).
+pub fn marker_if_control(bytes: &[u8], info: &BatchInfo) -> Option<Marker> {
+    if !info.is_control {
+        return None;
+    }
+    marker_of(bytes, info).ok().flatten()
+}
+
 /// The open transactions of a partition, and those that ended in an abort
 /// (by the offset of their marker).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -235,6 +245,18 @@ impl TxnState {
     /// open.
     pub fn drop_below(&mut self, log_start: Offset) {
         self.aborted.retain(|a| a.last_offset >= log_start);
+    }
+
+    /// A state read back from a snapshot; refused if the aborted
+    /// transactions are not in marker order.
+    pub fn restore(open: Vec<(ProducerId, Offset)>, aborted: Vec<AbortedTxn>) -> Result<TxnState, String> {
+        if aborted.windows(2).any(|w| w[0].last_offset >= w[1].last_offset) {
+            return Err("aborted transactions out of marker order".into());
+        }
+        Ok(TxnState {
+            open: open.into_iter().collect(),
+            aborted,
+        })
     }
 
     pub fn aborted(&self) -> &[AbortedTxn] {

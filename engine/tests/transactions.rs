@@ -1,0 +1,117 @@
+//! The partition's side of transactions: transactional batches open a
+//! producer's transaction, markers end it, the first unstable offset and
+//! the aborted transactions follow, and all of it survives a clean close,
+//! a crash (rebuilt from the batches) and a truncation.
+
+mod common;
+
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use common::*;
+use ferrite_engine::batch::{self, build_batch, ATTR_TRANSACTIONAL, CRC_START};
+use ferrite_engine::clock::Clock;
+use ferrite_engine::txn_state::{marker_batch, Marker};
+use ferrite_engine::{AppendMode, LeaderEpoch, LogConfig, Offset, PartitionLog, ProducerId, TimestampMs, WriteMode};
+
+/// A transactional batch of `n` records of producer `pid`, at `base`.
+fn txn_batch(pid: i64, seq: i32, n: usize, base: i64) -> BytesMut {
+    let values: Vec<&[u8]> = (0..n).map(|_| &b"v"[..]).collect();
+    let mut b = build_batch(Offset(0), TimestampMs(1), &values);
+    b[21..23].copy_from_slice(&ATTR_TRANSACTIONAL.to_be_bytes());
+    batch::set_producer(&mut b, ProducerId(pid), 0, seq);
+    finish(b, base)
+}
+
+fn marker(pid: i64, m: Marker, base: i64) -> BytesMut {
+    finish(marker_batch(ProducerId(pid), 0, m, 1, TimestampMs(1)), base)
+}
+
+fn plain(base: i64) -> BytesMut {
+    finish(build_batch(Offset(0), TimestampMs(1), &[b"p"]), base)
+}
+
+fn finish(mut b: Vec<u8>, base: i64) -> BytesMut {
+    batch::stamp(&mut b, Offset(base), LeaderEpoch(0));
+    let crc = crc32c::crc32c(&b[CRC_START..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    BytesMut::from(&b[..])
+}
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 150,
+        ..LogConfig::default()
+    }
+}
+
+async fn open(dir: &std::path::Path, clock: &Rc<dyn Clock>) -> Rc<PartitionLog> {
+    PartitionLog::open(params(dir, config(), WriteMode::Buffered, clock.clone()))
+        .await
+        .expect("open")
+}
+
+fn state(log: &PartitionLog) -> (Option<Offset>, Vec<(ProducerId, Offset)>) {
+    (
+        log.first_unstable_offset(),
+        log.aborted_transactions(Offset(0), Offset(1000)),
+    )
+}
+
+#[test]
+fn markers_end_transactions_and_the_state_survives_closes_crashes_and_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let log = open(dir.path(), &clock).await;
+        let appends = [
+            txn_batch(1, 0, 3, 0), // 0-2: producer 1 opens
+            txn_batch(2, 0, 1, 3), // 3: producer 2 opens
+            plain(4),
+            marker(1, Marker::Commit, 5),
+            marker(2, Marker::Abort, 6),
+            txn_batch(3, 0, 2, 7), // 7-8: producer 3 opens, stays open
+        ];
+        for (i, b) in appends.into_iter().enumerate() {
+            assert_eq!(
+                log.first_unstable_offset().is_some(),
+                i > 0 && i != 5,
+                "before append {i}"
+            );
+            log.append(b, AppendMode::Replica).await.expect("append");
+        }
+        let expected = (Some(Offset(7)), vec![(ProducerId(2), Offset(3))]);
+        assert_eq!(state(&log), expected);
+        assert_eq!(
+            log.aborted_transactions(Offset(7), Offset(9)),
+            vec![],
+            "the abort marker is before 7"
+        );
+        assert_eq!(log.aborted_transactions(Offset(0), Offset(3)), vec![], "it began at 3");
+        assert!(log.segment_count() > 2, "the history spans segments");
+
+        log.close().await.unwrap();
+        let log = open(dir.path(), &clock).await;
+        assert_eq!(state(&log), expected, "after a clean close");
+        drop(log); // a crash: rebuilt from the snapshot and the batches after it
+        let _ = std::fs::remove_file(dir.path().join("producer-state"));
+        let log = open(dir.path(), &clock).await;
+        assert_eq!(state(&log), expected, "rebuilt from every batch");
+
+        // Cut the abort marker away: producer 2's transaction is open again.
+        log.truncate_to(Offset(6)).await.unwrap();
+        assert_eq!(state(&log), (Some(Offset(3)), vec![]));
+        log.append(marker(2, Marker::Abort, 6), AppendMode::Replica)
+            .await
+            .unwrap();
+        log.append(marker(3, Marker::Commit, 7), AppendMode::Replica)
+            .await
+            .unwrap();
+        assert_eq!(state(&log), (None, vec![(ProducerId(2), Offset(3))]));
+
+        // Deleting the records below the marker forgets the aborted transaction.
+        log.delete_records(Offset(7)).await.unwrap();
+        assert_eq!(state(&log), (None, vec![]));
+        log.close().await.unwrap();
+    });
+}
