@@ -6,6 +6,7 @@
 //!
 //! 1. picks the *cleanable* range: sealed segments only (never the active
 //!    one), each wholly below the high watermark (the retention limit) and
+//!    the first offset of any open transaction,
 //!    no younger than `min.compaction.lag.ms` by its largest timestamp
 //!    (when that is set); and below the segment holding the recovery point
 //!    — a swap must not replace the segment recovery would scan from — so
@@ -236,7 +237,11 @@ impl PartitionLog {
             })
             .collect();
         let bounds = Bounds {
-            hw: self.deletion_limit(),
+            // Nothing at or past an open transaction's first offset: its
+            // records may still be aborted (Kafka stops at the LSO too).
+            hw: self
+                .first_unstable_offset()
+                .map_or(self.deletion_limit(), |u| u.min(self.deletion_limit())),
             recovery_base: self.recovery_point.get().segment_base,
             // Kafka applies the lag only when set: a record stamped ahead of
             // the broker's clock does not hold cleaning off.
