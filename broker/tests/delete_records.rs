@@ -5,33 +5,12 @@ mod common;
 
 use std::process::Command;
 
-use common::Broker;
-
-fn python(b: &Broker, script: &str) -> String {
-    let python = std::env::var("FERRITE_PYTHON").unwrap_or_else(|_| "python3".into());
-    let out = Command::new(&python)
-        .arg(script)
-        .arg(b.bootstrap())
-        .output()
-        .unwrap_or_else(|e| panic!("{python}: {e} (run scripts/test.sh, or set FERRITE_PYTHON)"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("all ok"),
-        "{script} failed ({}):\n{stdout}\n{}\nbroker log:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        b.log_text()
-    );
-    stdout.into_owned()
-}
+use common::{run_python_script, Broker};
 
 #[test]
 fn confluent_kafka_and_kafka_python_delete_records() {
     let b = Broker::start(&[]);
-    python(
-        &b,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/delete_records.py"),
-    );
+    run_python_script(&b, "delete_records.py", &[]);
 }
 
 #[test]

@@ -236,20 +236,7 @@ impl PartitionLog {
                 largest_timestamp: s.largest_timestamp(),
             })
             .collect();
-        let bounds = Bounds {
-            // Nothing at or past an open transaction's first offset: its
-            // records may still be aborted (Kafka stops at the LSO too).
-            hw: self
-                .first_unstable_offset()
-                .map_or(self.deletion_limit(), |u| u.min(self.deletion_limit())),
-            recovery_base: self.recovery_point.get().segment_base,
-            // Kafka applies the lag only when set: a record stamped ahead of
-            // the broker's clock does not hold cleaning off.
-            youngest: match config.min_compaction_lag_ms {
-                0 => TimestampMs(i64::MAX),
-                lag => TimestampMs(now.0.saturating_sub(lag)),
-            },
-        };
+        let bounds = self.clean_bounds(config.min_compaction_lag_ms, now);
         let n = cleanable_count(&spans, bounds);
         let unsynced = Bounds {
             recovery_base: Offset(i64::MAX),
@@ -287,6 +274,24 @@ impl PartitionLog {
             bytes_per_second: params.bytes_per_second,
         };
         Plan::Job(job, sealed[..n].to_vec())
+    }
+
+    /// The limits of the cleanable range now (see [`Bounds`]).
+    fn clean_bounds(&self, min_compaction_lag_ms: i64, now: TimestampMs) -> Bounds {
+        Bounds {
+            // Nothing at or past an open transaction's first offset: its
+            // records may still be aborted (Kafka stops at the LSO too).
+            hw: self
+                .first_unstable_offset()
+                .map_or(self.deletion_limit(), |u| u.min(self.deletion_limit())),
+            recovery_base: self.recovery_point.get().segment_base,
+            // Kafka applies the lag only when set: a record stamped ahead of
+            // the broker's clock does not hold cleaning off.
+            youngest: match min_compaction_lag_ms {
+                0 => TimestampMs(i64::MAX),
+                lag => TimestampMs(now.0.saturating_sub(lag)),
+            },
+        }
     }
 
     /// Puts a cleaned group in place of `expected`, if they are still the

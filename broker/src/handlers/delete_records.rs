@@ -25,20 +25,7 @@ async fn delete_below(shard: &Rc<BrokerShard>, tp: TopicPartition, offset: i64) 
     let owner = shard.owner(&tp);
     shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let (log, hw) = match &s.replicas {
-                None => {
-                    let log = s.served_log(&tp)?;
-                    let end = log.log_end_offset();
-                    (log, end)
-                }
-                Some(replicas) => {
-                    let replica = replicas.get(&tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
-                    if replica.role() != ferrite_replication::RoleKind::Leader {
-                        return Err(ErrorCode::NotLeaderOrFollower);
-                    }
-                    (replica.log().clone(), replica.hw())
-                }
-            };
+            let (log, hw) = super::list_offsets::leader_log(&s, &tp, None)?;
             if !log.config().cleanup_policy.deletes() {
                 return Err(ErrorCode::PolicyViolation);
             }

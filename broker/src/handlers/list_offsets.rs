@@ -28,23 +28,7 @@ async fn lookup(
     let owner = shard.owner(&tp);
     shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let (log, end) = match &s.replicas {
-                None => {
-                    let log = s.served_log(&tp)?;
-                    let end = log.log_end_offset();
-                    (log, end)
-                }
-                Some(replicas) => {
-                    let replica = replicas.get(&tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
-                    if replica.role() != ferrite_replication::RoleKind::Leader {
-                        return Err(ErrorCode::NotLeaderOrFollower);
-                    }
-                    replica
-                        .check_request_epoch(current_leader_epoch)
-                        .map_err(|e| error_map::replication(&e))?;
-                    (replica.log().clone(), replica.hw())
-                }
-            };
+            let (log, end) = leader_log(&s, &tp, current_leader_epoch)?;
             Ok(match timestamp {
                 EARLIEST => (log.log_start_offset().0, -1),
                 LATEST => (end.0, -1),
@@ -68,6 +52,30 @@ async fn lookup(
         })
         .await
         .map_err(|e| error_map::engine(&e))?
+}
+
+/// The log a client's request about `tp` reads, on its owning shard, and
+/// its high watermark (standalone: the log end). In a cluster only the
+/// leader has one (NOT_LEADER_OR_FOLLOWER elsewhere, so clients refresh
+/// their metadata), fenced by the request's leader epoch when it gives one.
+pub(super) fn leader_log(
+    s: &BrokerShard,
+    tp: &TopicPartition,
+    current_leader_epoch: Option<LeaderEpoch>,
+) -> Result<(Rc<ferrite_engine::PartitionLog>, Offset), ErrorCode> {
+    let Some(replicas) = &s.replicas else {
+        let log = s.served_log(tp)?;
+        let end = log.log_end_offset();
+        return Ok((log, end));
+    };
+    let replica = replicas.get(tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
+    if replica.role() != ferrite_replication::RoleKind::Leader {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    replica
+        .check_request_epoch(current_leader_epoch)
+        .map_err(|e| error_map::replication(&e))?;
+    Ok((replica.log().clone(), replica.hw()))
 }
 
 /// A debugging read of this broker's replica of `tp` (its log end): what a

@@ -259,3 +259,27 @@ pub fn segment_files(dir: &Path) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// Runs one of `tests/python/`'s scripts with `args` under `FERRITE_PYTHON`
+/// (set by `scripts/test.sh`); fails the test, with its output and the
+/// broker's log, unless it exits 0 having printed "all ok". Returns its
+/// standard output.
+pub fn run_python_script(b: &Broker, script: &str, args: &[&str]) -> String {
+    let python = std::env::var("FERRITE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(script);
+    let out = Command::new(&python)
+        .arg(&path)
+        .arg(b.bootstrap())
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e} (run scripts/test.sh, or set FERRITE_PYTHON)"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all ok"),
+        "{script} {args:?} failed ({}):\n{stdout}\n{}\nbroker log:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        b.log_text()
+    );
+    stdout.into_owned()
+}
