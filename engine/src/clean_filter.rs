@@ -116,13 +116,16 @@ pub fn check_keys(bytes: &[u8], info: &BatchInfo) -> Result<(), BatchError> {
 /// Largest inflated batch a produce to a compacted topic may carry.
 pub const PRODUCE_CHECK_BYTES_MAX: usize = 64 << 20;
 
-/// Applies `retain` to each record of the batch in `bytes`. `horizon` is
-/// `now + delete.retention.ms`, stamped into a batch whose tombstones stay.
+/// Applies `retain` to each record of the batch in `bytes` below
+/// `judged_below` (the end of what the pass's key map covers); records at
+/// or after it stay as they are. `horizon` is `now + delete.retention.ms`,
+/// stamped into a batch whose judged tombstones stay.
 pub fn filter_batch(
     bytes: &[u8],
     info: &BatchInfo,
     horizon: TimestampMs,
     when_empty: WhenEmpty,
+    judged_below: Offset,
     retain: &mut dyn FnMut(&RecordView<'_>) -> bool,
 ) -> Result<Kept, BatchError> {
     let mut scratch = Vec::new();
@@ -137,7 +140,9 @@ pub fn filter_batch(
             key: r.key,
             is_tombstone: r.value.is_none(),
         };
-        if retain(&view) {
+        if view.offset >= judged_below {
+            kept.push(r.clone());
+        } else if retain(&view) {
             tombstones |= view.is_tombstone;
             kept.push(r.clone());
         }
@@ -216,6 +221,9 @@ mod tests {
         }
     }
 
+    /// Every record judged.
+    const ALL: Offset = Offset(i64::MAX);
+
     fn sample() -> Vec<u8> {
         let records = [rec(0, b"a", Some(b"1")), rec(1, b"b", None), rec(2, b"c", Some(b"3"))];
         build_batch_of_records(Offset(100), TimestampMs(5_000), &records)
@@ -247,7 +255,7 @@ mod tests {
     fn kept_records_keep_offsets_and_timestamps_and_tombstones_get_a_horizon() {
         let mut b = sample();
         // No tombstone among the kept: drop "b".
-        let k = filter_batch(&b, &info(&b), TimestampMs(9_999), WhenEmpty::Drop, &mut |r| {
+        let k = filter_batch(&b, &info(&b), TimestampMs(9_999), WhenEmpty::Drop, ALL, &mut |r| {
             !r.is_tombstone
         })
         .unwrap();
@@ -267,7 +275,7 @@ mod tests {
         // A batch whose tombstones already carry a horizon, all kept: whole.
         b = sample();
         let Kept::Rebuilt(stamped) =
-            filter_batch(&b, &info(&b), TimestampMs(9_999), WhenEmpty::Drop, &mut |_| true).unwrap()
+            filter_batch(&b, &info(&b), TimestampMs(9_999), WhenEmpty::Drop, ALL, &mut |_| true).unwrap()
         else {
             panic!("tombstones get a horizon")
         };
@@ -279,7 +287,7 @@ mod tests {
             "timestamps kept across the stamp"
         );
         assert_eq!(
-            filter_batch(&stamped, &i, TimestampMs(20_000), WhenEmpty::Drop, &mut |_| true).unwrap(),
+            filter_batch(&stamped, &i, TimestampMs(20_000), WhenEmpty::Drop, ALL, &mut |_| true).unwrap(),
             Kept::Whole
         );
     }
@@ -289,10 +297,11 @@ mod tests {
         let b = sample();
         let i = info(&b);
         assert_eq!(
-            filter_batch(&b, &i, TimestampMs(0), WhenEmpty::Drop, &mut |_| false).unwrap(),
+            filter_batch(&b, &i, TimestampMs(0), WhenEmpty::Drop, ALL, &mut |_| false).unwrap(),
             Kept::Dropped
         );
-        let Kept::Rebuilt(h) = filter_batch(&b, &i, TimestampMs(0), WhenEmpty::KeepHeader, &mut |_| false).unwrap()
+        let Kept::Rebuilt(h) =
+            filter_batch(&b, &i, TimestampMs(0), WhenEmpty::KeepHeader, ALL, &mut |_| false).unwrap()
         else {
             panic!("header kept")
         };
@@ -322,7 +331,7 @@ mod tests {
             b[21..23].copy_from_slice(&attr.to_be_bytes());
             let crc = crc32c::crc32c(&b[CRC_START..]);
             b[17..21].copy_from_slice(&crc.to_be_bytes());
-            let Kept::Rebuilt(out) = filter_batch(&b, &info(&b), TimestampMs(0), WhenEmpty::Drop, &mut |r| {
+            let Kept::Rebuilt(out) = filter_batch(&b, &info(&b), TimestampMs(0), WhenEmpty::Drop, ALL, &mut |r| {
                 r.key != Some(b"a")
             })
             .unwrap() else {
@@ -349,7 +358,7 @@ mod tests {
             .unwrap()
             .is_none());
         assert_eq!(
-            filter_batch(&b, &i, TimestampMs(0), WhenEmpty::Drop, &mut |_| false).unwrap(),
+            filter_batch(&b, &i, TimestampMs(0), WhenEmpty::Drop, ALL, &mut |_| false).unwrap(),
             Kept::Whole
         );
         assert!(check_keys(&b, &i).is_err(), "refused at produce");

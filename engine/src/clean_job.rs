@@ -22,6 +22,7 @@ use crate::clean_map::KeyMap;
 use crate::clean_swap;
 use crate::error::{EngineError, Result};
 use crate::segment::{SegmentMeta, SegmentPaths};
+use crate::txn_state::AbortedTxn;
 use crate::types::{Offset, ProducerId, TimestampMs};
 
 /// Bytes of file read or written per system call.
@@ -55,6 +56,9 @@ pub struct CleanJob {
     pub producer_last: HashMap<ProducerId, Offset>,
     /// `log.cleaner.io.max.bytes.per.second`; `None`: unpaced.
     pub bytes_per_second: Option<u64>,
+    /// The aborted transactions in the range: their batches are neither
+    /// mapped nor judged.
+    pub aborted: Vec<AbortedTxn>,
 }
 
 /// One group of segments written as one cleaned segment.
@@ -96,7 +100,7 @@ pub fn run(job: CleanJob) -> Result<JobOutcome> {
         ..JobOutcome::default()
     };
     for group in groups(&job.segments, cleaned_to, job.group_bytes_max) {
-        let (g, stats) = clean_group(&job, &group, &map, &mut pace)?;
+        let (g, stats) = clean_group(&job, &group, (&map, cleaned_to), &mut pace)?;
         outcome.bytes_read += stats.bytes_read;
         outcome.bytes_written += stats.bytes_written;
         outcome.records_removed += stats.records_removed;
@@ -119,7 +123,7 @@ pub fn build_map(job: &CleanJob, pace: &mut Pace) -> Result<(KeyMap, Offset)> {
         let mut batches = BatchFile::open(seg)?;
         while let Some((bytes, info)) = batches.next_batch()? {
             pace.spent(bytes.len() as u64);
-            if info.next_offset() <= job.dirty_from {
+            if info.next_offset() <= job.dirty_from || in_aborted_txn(&job.aborted, &info) {
                 continue;
             }
             let mut scratch = Vec::new();
@@ -161,15 +165,17 @@ pub fn groups(segments: &[JobSegment], cleaned_to: Offset, bytes_max: u64) -> Ve
 
 /// Writes one group, cleaned, to its `.cleaned` files (removed again if
 /// this fails).
+/// Records at or after `cleaned_to` (the end of what `map` covers) are kept
+/// as they are.
 pub fn clean_group(
     job: &CleanJob,
     group: &[JobSegment],
-    map: &KeyMap,
+    (map, cleaned_to): (&KeyMap, Offset),
     pace: &mut Pace,
 ) -> Result<(CleanedGroup, GroupStats)> {
     let base = group[0].base;
     let mut stats = GroupStats::default();
-    let written = write_group(job, group, map, pace, &mut stats);
+    let written = write_group(job, group, (map, cleaned_to), pace, &mut stats);
     if written.is_err() {
         clean_swap::remove_cleaned(&job.dir, base);
     }
@@ -179,7 +185,7 @@ pub fn clean_group(
 fn write_group(
     job: &CleanJob,
     group: &[JobSegment],
-    map: &KeyMap,
+    (map, cleaned_to): (&KeyMap, Offset),
     pace: &mut Pace,
     outcome: &mut GroupStats,
 ) -> Result<CleanedGroup> {
@@ -195,17 +201,7 @@ fn write_group(
         while let Some((bytes, info)) = batches.next_batch()? {
             pace.spent(bytes.len() as u64);
             outcome.bytes_read += bytes.len() as u64;
-            let when_empty = match job.producer_last.get(&info.producer_id) {
-                Some(last) if *last == info.last_offset() => WhenEmpty::KeepHeader,
-                _ => WhenEmpty::Drop,
-            };
-            let mut removed = 0u64;
-            let kept = clean_filter::filter_batch(&bytes, &info, horizon, when_empty, &mut |r| {
-                let keep = retains(map, job.now, &info, r);
-                removed += u64::from(!keep);
-                keep
-            })
-            .map_err(|e| batches.bad(e))?;
+            let (kept, removed) = judge(job, map, cleaned_to, horizon, &bytes, &info).map_err(|e| batches.bad(e))?;
             outcome.records_removed += removed;
             let written: &[u8] = match &kept {
                 Kept::Whole => &bytes,
@@ -236,6 +232,43 @@ fn write_group(
         replaces: group.iter().map(|s| s.base).collect(),
         meta,
     })
+}
+
+/// What becomes of one batch, and how many records it loses. A batch of an
+/// aborted transaction is kept whole: a `read_committed` reader never sees
+/// it, so it must not count as a key's latest record (its removal, as
+/// Kafka's cleaner does, is not built).
+fn judge(
+    job: &CleanJob,
+    map: &KeyMap,
+    cleaned_to: Offset,
+    horizon: TimestampMs,
+    bytes: &[u8],
+    info: &BatchInfo,
+) -> std::result::Result<(Kept, u64), crate::error::BatchError> {
+    if in_aborted_txn(&job.aborted, info) {
+        return Ok((Kept::Whole, 0));
+    }
+    let when_empty = match job.producer_last.get(&info.producer_id) {
+        Some(last) if *last == info.last_offset() => WhenEmpty::KeepHeader,
+        _ => WhenEmpty::Drop,
+    };
+    let mut removed = 0u64;
+    let kept = clean_filter::filter_batch(bytes, info, horizon, when_empty, cleaned_to, &mut |r| {
+        let keep = retains(map, job.now, info, r);
+        removed += u64::from(!keep);
+        keep
+    })?;
+    Ok((kept, removed))
+}
+
+/// Whether `info` is a data batch of a transaction that ended in an abort.
+fn in_aborted_txn(aborted: &[AbortedTxn], info: &BatchInfo) -> bool {
+    info.is_transactional
+        && !info.is_control
+        && aborted.iter().any(|a| {
+            a.producer_id == info.producer_id && a.first_offset <= info.base_offset && info.base_offset < a.last_offset
+        })
 }
 
 /// Whether a record stays: the latest of its key, and not a tombstone past

@@ -76,7 +76,7 @@ enum Plan {
     Nothing,
     /// Worth it once the recovery point is past the cleanable segments.
     FlushFirst,
-    Job(CleanJob, Vec<Rc<Segment>>),
+    Job(Box<CleanJob>, Vec<Rc<Segment>>),
 }
 
 /// Per-log cleaner state: the first dirty offset, once read from its file.
@@ -171,7 +171,7 @@ impl PartitionLog {
             }
         };
         let truncations = self.truncations.get();
-        let job = Arc::new(job);
+        let job: Arc<CleanJob> = Arc::from(job);
         let built = {
             let job = job.clone();
             off_shard(&self.dir, move || {
@@ -193,7 +193,7 @@ impl PartitionLog {
                 .collect();
             let (job, map) = (job.clone(), map.clone());
             let (written, back) = off_shard(&self.dir, move || {
-                let written = clean_job::clean_group(&job, &group, &map, &mut pace);
+                let written = clean_job::clean_group(&job, &group, (&map, cleaned_to), &mut pace);
                 (written, pace)
             })
             .await?;
@@ -272,8 +272,9 @@ impl PartitionLog {
             index_interval_bytes: config.index_interval_bytes,
             producer_last: self.producers.borrow().last_offsets(),
             bytes_per_second: params.bytes_per_second,
+            aborted: self.producers.borrow().txns().aborted().to_vec(),
         };
-        Plan::Job(job, sealed[..n].to_vec())
+        Plan::Job(Box::new(job), sealed[..n].to_vec())
     }
 
     /// The limits of the cleanable range now (see [`Bounds`]).

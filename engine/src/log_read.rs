@@ -465,7 +465,8 @@ impl PartitionLog {
     /// The first offset of the oldest open transaction: `read_committed`
     /// readers see nothing from there on (nor past the high watermark).
     pub fn first_unstable_offset(&self) -> Option<Offset> {
-        self.producers.borrow().txns().first_unstable()
+        let first = self.producers.borrow().txns().first_unstable();
+        first.map(|f| f.max(self.log_start_offset()))
     }
 
     /// The aborted transactions a `read_committed` read of `[from, upper)`

@@ -17,9 +17,18 @@ use crate::types::Offset;
 /// The producer state of a log whose segments end at `end`.
 pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: Offset) -> Result<ProducerStates> {
     let (from, mut states) = match ProducerStates::load(dir).await? {
-        // A snapshot past the log end covers batches that are gone.
         Some((offset, states)) if offset <= end => (offset, states),
-        _ => (Offset::ZERO, ProducerStates::new()),
+        Some((offset, _)) => {
+            // It covers batches that are gone (a crash lost them): once the
+            // log grows past it again it would describe other batches.
+            tracing::info!(dir = %dir.display(), snapshot = %offset, end = %end,
+                "producer-state snapshot past the log end: removed, the state rebuilt from the log");
+            let path = dir.join(crate::producer_state::FILE_NAME);
+            std::fs::remove_file(&path)
+                .map_err(|e| crate::error::EngineError::io("remove producer-state snapshot", &path, e))?;
+            (Offset::ZERO, ProducerStates::new())
+        }
+        None => (Offset::ZERO, ProducerStates::new()),
     };
     let mut batches = 0u64;
     for s in segments {

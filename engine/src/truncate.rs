@@ -131,15 +131,25 @@ impl PartitionLog {
             return Ok(self.log_end_offset());
         }
         self.lower_first_dirty(offset).await.map_err(|e| self.poison_with(e))?;
-        let result = if cut == Cut::Restart || offset < self.log_start_offset() {
-            self.truncate_fully(offset).await
-        } else {
-            self.truncate_within(offset).await
+        let fully = cut == Cut::Restart || offset < self.log_start_offset();
+        let result = match fully {
+            true => self.truncate_fully(offset).await,
+            false => self.truncate_within(offset).await,
         };
         let end = result.map_err(|e| self.poison_with(e))?;
         self.forget_damage_if_gone();
+        // The cut may land below the offset asked for (a batch's base, a
+        // damaged range).
+        self.lower_first_dirty(end).await.map_err(|e| self.poison_with(e))?;
         self.persist_epochs().await.map_err(|e| self.poison_with(e))?;
-        self.rebuild_producers().await.map_err(|e| self.poison_with(e))?;
+        if fully {
+            *self.producers.borrow_mut() = crate::producer_state::ProducerStates::new();
+        } else {
+            self.rebuild_producers().await.map_err(|e| self.poison_with(e))?;
+        }
+        // The snapshot on disk may describe batches just cut away; a later
+        // rebuild must not start from it once the log grows past it again.
+        self.snapshot_producers(end).await.map_err(|e| self.poison_with(e))?;
         self.store_checkpoint(Shutdown::Unclean).await?;
         tracing::info!(tp = %self.tp, requested = %offset, end = %end, "truncated log");
         Ok(end)

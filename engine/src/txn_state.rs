@@ -199,8 +199,11 @@ impl TxnState {
             self.open.entry(info.producer_id).or_insert(info.base_offset);
             return None;
         }
+        // A control record that is no marker (or does not parse) ends
+        // nothing.
+        let marker = marker?;
         let first = self.open.remove(&info.producer_id);
-        let (Some(Marker::Abort), Some(first_offset)) = (marker, first) else {
+        let (Marker::Abort, Some(first_offset)) = (marker, first) else {
             return None;
         };
         let aborted = AbortedTxn {
@@ -209,10 +212,11 @@ impl TxnState {
             last_offset: info.base_offset,
             last_stable_offset: self.first_unstable().unwrap_or(info.next_offset()),
         };
-        assert!(
-            self.aborted.last().is_none_or(|a| a.last_offset < aborted.last_offset),
-            "markers are applied in offset order"
-        );
+        // Markers come in offset order; an entry at or past this one (a
+        // snapshot that says otherwise) is forgotten rather than kept out of
+        // order.
+        let keep = self.aborted.partition_point(|a| a.last_offset < aborted.last_offset);
+        self.aborted.truncate(keep);
         self.aborted.push(aborted);
         Some(aborted)
     }

@@ -316,6 +316,7 @@ fn a_crash_after_the_swap_is_committed_is_completed_at_open() {
             index_interval_bytes: 4096,
             producer_last: Default::default(),
             bytes_per_second: None,
+            aborted: Vec::new(),
         };
         let done = ferrite_engine::clean_job::run(job).unwrap();
         assert_eq!(done.groups.len(), 1);
@@ -410,6 +411,53 @@ fn an_unclean_stop_right_after_a_cleaning_reopens_the_same_log() {
             .await
             .expect("reopens after an unclean stop");
         assert_eq!(contents(&log).await, got);
+        log.close().await.unwrap();
+    });
+}
+
+/// A key map that fills before a tombstone: the tombstone is not judged
+/// (nor stamped) by that pass, so it never goes while an older value of its
+/// key stays (a deleted key coming back). Review finding, session 19.
+#[test]
+fn a_tombstone_outlives_the_older_values_of_its_key_whatever_the_map_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock = manual_clock();
+        let dyn_clock: Rc<dyn Clock> = clock.clone();
+        let mut cfg = config();
+        cfg.segment_bytes = 500;
+        cfg.delete_retention_ms = 0;
+        let log = PartitionLog::open(params(dir.path(), cfg, WriteMode::Buffered, dyn_clock))
+            .await
+            .unwrap();
+        let now = clock.now_ms().0;
+        let mut keys: Vec<(&[u8], Option<&[u8]>)> = vec![(b"a", Some(b"old")), (b"b", Some(b"1")), (b"c", Some(b"1"))];
+        keys.extend([(&b"d"[..], Some(&b"1"[..])), (b"e", Some(b"1")), (b"a", None)]);
+        for k in [b"f", b"g", b"h", b"i", b"j", b"k", b"l", b"m", b"n", b"o", b"p", b"q"] {
+            keys.push((k, Some(b"1")));
+        }
+        for (k, v) in &keys {
+            log.append(batch_of(&[(k.to_vec(), v.map(<[u8]>::to_vec))], now), LEADER)
+                .await
+                .unwrap();
+        }
+        let small = CleanerParams {
+            entries_max: 2,
+            bytes_per_second: None,
+        };
+        for pass in 0..12 {
+            clock.advance_ms(10);
+            log.clean(small).await.unwrap();
+            let got = contents(&log).await;
+            let tombstone = got.contains_key(&5);
+            let old_value = got.contains_key(&0);
+            assert!(
+                tombstone || !old_value,
+                "pass {pass}: a's tombstone is gone but its old value is back"
+            );
+        }
+        let got = contents(&log).await;
+        assert!(!got.contains_key(&0), "a's old value goes in the end");
         log.close().await.unwrap();
     });
 }

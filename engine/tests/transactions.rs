@@ -115,3 +115,46 @@ fn markers_end_transactions_and_the_state_survives_closes_crashes_and_truncation
         log.close().await.unwrap();
     });
 }
+
+fn idempotent(pid: i64, seq: i32) -> BytesMut {
+    let mut b = build_batch(Offset(0), TimestampMs(1), &[b"i"]);
+    batch::set_producer(&mut b, ProducerId(pid), 0, seq);
+    BytesMut::from(&b[..])
+}
+
+/// A truncation below the producer-state snapshot, then growth past it
+/// without a roll, then a crash: the state must describe the log as it is,
+/// not the history cut away (a stale snapshot answered a new batch as a
+/// duplicate of one that was cut: acknowledged, never written). Review
+/// finding, session 19.
+#[test]
+fn a_snapshot_of_history_cut_away_is_never_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let log = open(dir.path(), &clock).await;
+        let leader = AppendMode::Leader { epoch: LeaderEpoch(0) };
+        for seq in 0..10 {
+            log.append(idempotent(1, seq), leader).await.unwrap();
+        }
+        assert!(log.segment_count() > 3, "rolls wrote snapshots");
+        log.truncate_to(Offset(4)).await.unwrap();
+        // No more rolls: the log grows past the old snapshot's offset.
+        let mut big = config();
+        big.segment_bytes = 1 << 20;
+        log.set_config(big);
+        for seq in 0..8 {
+            log.append(idempotent(2, seq), leader).await.unwrap();
+        }
+        drop(log); // a crash
+        let log = open(dir.path(), &clock).await;
+        let end = log.log_end_offset();
+        let again = log.append(idempotent(1, 4), leader).await.expect("the next sequence");
+        assert!(
+            !again.duplicate,
+            "sequence 4 of producer 1 was cut away: not a duplicate"
+        );
+        assert_eq!(again.first_offset, end);
+        log.close().await.unwrap();
+    });
+}
