@@ -374,7 +374,7 @@ pub fn build_batch(base_offset: Offset, base_timestamp: TimestampMs, values: &[&
 
 /// Makes the batch at the start of `bytes` an idempotent producer's:
 /// rewrites its producer id, epoch and base sequence and its CRC (tests,
-/// benchmarks, fuzz seeds).
+/// benchmarks, fuzz seeds, transaction markers).
 pub fn set_producer(bytes: &mut [u8], producer_id: ProducerId, producer_epoch: i16, base_sequence: i32) {
     assert!(bytes.len() >= HEADER_BYTES);
     bytes[43..51].copy_from_slice(&producer_id.0.to_be_bytes());

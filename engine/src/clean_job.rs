@@ -1,7 +1,8 @@
-//! One cleaning of one log, run on a thread of its own so that the shard
-//! never waits on it: reads the sealed segments it was given, builds the
-//! key map from the dirty ones and writes each group of segments, cleaned,
-//! to `.cleaned` files beside them ([`crate::clean_swap`] names them). It
+//! The steps of one cleaning of one log that run off the shard (on its
+//! blocking pool), so that the shard never waits on them: reading the
+//! sealed segments it was given, building the key map from the dirty ones
+//! ([`build_map`]) and writing each group of segments ([`groups`]),
+//! cleaned, to `.cleaned` files beside them ([`clean_group`]) ([`crate::clean_swap`] names them). It
 //! changes nothing the log uses; the shard swaps the results in
 //! ([`crate::cleaner`]).
 //!
@@ -71,42 +72,12 @@ pub struct CleanedGroup {
     pub meta: SegmentMeta,
 }
 
-/// What the job did.
-#[derive(Debug, Default)]
-pub struct JobOutcome {
-    pub groups: Vec<CleanedGroup>,
-    /// Where the dirty part now starts: the end of what the map covered.
-    pub cleaned_to: Offset,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub records_removed: u64,
-}
-
 /// What writing one group did.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct GroupStats {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub records_removed: u64,
-}
-
-/// Runs the whole job without swapping anything in (tests, and the crash
-/// test that swaps by hand): the map, then every group written.
-pub fn run(job: CleanJob) -> Result<JobOutcome> {
-    let mut pace = Pace::new(job.bytes_per_second);
-    let (map, cleaned_to) = build_map(&job, &mut pace)?;
-    let mut outcome = JobOutcome {
-        cleaned_to,
-        ..JobOutcome::default()
-    };
-    for group in groups(&job.segments, cleaned_to, job.group_bytes_max) {
-        let (g, stats) = clean_group(&job, &group, (&map, cleaned_to), &mut pace)?;
-        outcome.bytes_read += stats.bytes_read;
-        outcome.bytes_written += stats.bytes_written;
-        outcome.records_removed += stats.records_removed;
-        outcome.groups.push(g);
-    }
-    Ok(outcome)
 }
 
 /// Fills the key map from the dirty segments, stopping after the batch

@@ -139,11 +139,18 @@ impl Manifest {
 
     /// Commits the swap: the manifest is on the device when this returns.
     pub async fn store(&self, dir: &Path) -> Result<()> {
-        let path = dir.join(MANIFEST_FILE);
-        let tmp = dir.join(format!("{MANIFEST_FILE}.tmp"));
-        write_synced(&tmp, self.encode().as_bytes())?;
-        std::fs::rename(&tmp, &path).map_err(|e| EngineError::io("rename cleaner-swap", &path, e))?;
-        crate::checkpoint::sync_dir(dir).await
+        crate::checkpoint::replace_file(
+            dir,
+            MANIFEST_FILE,
+            &format!("{MANIFEST_FILE}.tmp"),
+            self.encode().as_bytes(),
+            &crate::checkpoint::ReplaceOps {
+                create: "create cleaner-swap",
+                fdatasync: "fdatasync cleaner-swap",
+                close: "close cleaner-swap",
+            },
+        )
+        .await
     }
 
     fn load(dir: &Path) -> Result<Option<Manifest>> {
@@ -166,7 +173,7 @@ impl Manifest {
         for base in self.replaces.iter().skip(1) {
             let p = SegmentPaths::new(dir, *base);
             for f in [&p.log, &p.index, &p.time_index] {
-                remove_if_present(f)?;
+                crate::sys::remove_if_present(f, "remove replaced segment file")?;
             }
         }
         // The indexes first: a log renamed before them would be read with
@@ -186,16 +193,8 @@ impl Manifest {
     /// Ends the swap: the manifest goes once the renames are durable.
     pub async fn finish(dir: &Path) -> Result<()> {
         crate::checkpoint::sync_dir(dir).await?;
-        remove_if_present(&dir.join(MANIFEST_FILE))?;
+        crate::sys::remove_if_present(&dir.join(MANIFEST_FILE), "remove cleaner-swap")?;
         crate::checkpoint::sync_dir(dir).await
-    }
-}
-
-fn remove_if_present(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(EngineError::io("remove replaced segment file", path, e)),
     }
 }
 
@@ -219,7 +218,7 @@ pub async fn finish_interrupted(dir: &Path) -> Result<()> {
             .iter()
             .any(|ext| segment::parse_file_name(stem, ext).is_some());
         if is_segment_file {
-            remove_if_present(&entry.path())?;
+            crate::sys::remove_if_present(&entry.path(), "remove unfinished cleaned file")?;
         }
     }
     Ok(())

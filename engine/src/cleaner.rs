@@ -390,16 +390,18 @@ fn load_checkpoint(dir: &Path) -> Option<Offset> {
 }
 
 async fn store_checkpoint(dir: &Path, first_dirty: Offset) -> Result<()> {
-    use std::io::Write;
-    let path = dir.join(CHECKPOINT_FILE);
-    let tmp = dir.join(format!("{CHECKPOINT_FILE}.tmp"));
-    let mut f = std::fs::File::create(&tmp).map_err(|e| EngineError::io("create cleaner checkpoint", &tmp, e))?;
-    f.write_all(format!("0\n{}\n", first_dirty.0).as_bytes())
-        .map_err(|e| EngineError::io("write cleaner checkpoint", &tmp, e))?;
-    f.sync_all()
-        .map_err(|e| EngineError::io("fdatasync cleaner checkpoint", &tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| EngineError::io("rename cleaner checkpoint", &path, e))?;
-    crate::checkpoint::sync_dir(dir).await
+    crate::checkpoint::replace_file(
+        dir,
+        CHECKPOINT_FILE,
+        &format!("{CHECKPOINT_FILE}.tmp"),
+        format!("0\n{}\n", first_dirty.0).as_bytes(),
+        &crate::checkpoint::ReplaceOps {
+            create: "create cleaner checkpoint",
+            fdatasync: "fdatasync cleaner checkpoint",
+            close: "close cleaner checkpoint",
+        },
+    )
+    .await
 }
 
 #[cfg(test)]

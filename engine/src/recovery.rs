@@ -284,24 +284,16 @@ fn list_segments(dir: &Path) -> Result<Vec<Offset>> {
         {
             indexes.push((base, entry.path()));
         } else if name.ends_with(".tmp") {
-            remove_file(&entry.path())?;
+            crate::sys::remove_if_present(&entry.path(), "remove leftover file")?;
         }
     }
     bases.sort();
     for (base, path) in indexes {
         if bases.binary_search(&base).is_err() {
-            remove_file(&path)?;
+            crate::sys::remove_if_present(&path, "remove leftover file")?;
         }
     }
     Ok(bases)
-}
-
-fn remove_file(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(EngineError::io("remove leftover file", path, e)),
-    }
 }
 
 /// A segment at or below the recovery point must exist: it was fsynced,
@@ -460,7 +452,7 @@ async fn settle_scan(
 async fn delete_segment(dir: &Path, base: Offset) -> Result<()> {
     let paths = SegmentPaths::new(dir, base);
     for p in [&paths.log, &paths.index, &paths.time_index] {
-        remove_file(p)?;
+        crate::sys::remove_if_present(p, "delete segment file")?;
     }
     Ok(())
 }

@@ -392,11 +392,7 @@ impl Segment {
             a.close_file();
         }
         for p in [&self.paths.log, &self.paths.index, &self.paths.time_index] {
-            match std::fs::remove_file(p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(EngineError::io("delete segment file", p, e)),
-            }
+            crate::sys::remove_if_present(p, "delete segment file")?;
         }
         Ok(())
     }

@@ -30,6 +30,15 @@ pub fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).map_err(|e| EngineError::io("rename", to, e))
 }
 
+/// Removes `path`; one already gone is fine.
+pub fn remove_if_present(path: &Path, op: &'static str) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(EngineError::io(op, path, e)),
+    }
+}
+
 thread_local! {
     static PROBED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use crate::batch::{self, BatchInfo, Compression, HEADER_BYTES};
 use crate::error::BatchError;
 use crate::record::{self, Record};
-use crate::types::{LeaderEpoch, Offset, ProducerId, TimestampMs};
+use crate::types::{Offset, ProducerId, TimestampMs};
 
 /// How a transaction ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,11 +132,8 @@ pub fn marker_batch(
     let mut out = batch::build_batch_of_records(Offset(0), timestamp, &records);
     let attributes = batch::ATTR_TRANSACTIONAL | batch::ATTR_CONTROL;
     out[21..23].copy_from_slice(&attributes.to_be_bytes());
-    out[43..51].copy_from_slice(&producer_id.0.to_be_bytes());
-    out[51..53].copy_from_slice(&producer_epoch.to_be_bytes());
-    batch::stamp(&mut out, Offset(0), LeaderEpoch(-1));
-    let crc = crc32c::crc32c(&out[batch::CRC_START..]);
-    out[17..21].copy_from_slice(&crc.to_be_bytes());
+    // Rewrites the CRC over the attributes too; a marker has no sequence.
+    batch::set_producer(&mut out, producer_id, producer_epoch, -1);
     out
 }
 

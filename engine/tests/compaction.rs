@@ -318,9 +318,12 @@ fn a_crash_after_the_swap_is_committed_is_completed_at_open() {
             bytes_per_second: None,
             aborted: Vec::new(),
         };
-        let done = ferrite_engine::clean_job::run(job).unwrap();
-        assert_eq!(done.groups.len(), 1);
-        let group = &done.groups[0];
+        use ferrite_engine::clean_job::{build_map, clean_group, groups, Pace};
+        let mut pace = Pace::new(None);
+        let (map, cleaned_to) = build_map(&job, &mut pace).unwrap();
+        let all = groups(&job.segments, cleaned_to, job.group_bytes_max);
+        assert_eq!(all.len(), 1);
+        let (group, _) = clean_group(&job, &all[0], (&map, cleaned_to), &mut pace).unwrap();
         let manifest = ferrite_engine::clean_swap::Manifest {
             base: group.base,
             replaces: group.replaces.clone(),
@@ -334,7 +337,7 @@ fn a_crash_after_the_swap_is_committed_is_completed_at_open() {
             .unwrap();
         let after = contents(&log).await;
         assert!(after.len() < before.len(), "the cleaned segment is in place");
-        check(&model, &after, done.cleaned_to);
+        check(&model, &after, cleaned_to);
         assert!(!dir.path().join(ferrite_engine::clean_swap::MANIFEST_FILE).exists());
         log.close().await.unwrap();
         // Leftovers of an unfinished cleaning (no commit record) are removed.

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use bytes::BytesMut;
 use common::*;
-use ferrite_engine::batch::{self, build_batch, ATTR_TRANSACTIONAL, CRC_START};
+use ferrite_engine::batch::{self, build_batch, ATTR_TRANSACTIONAL};
 use ferrite_engine::clock::Clock;
 use ferrite_engine::txn_state::{marker_batch, Marker};
 use ferrite_engine::{AppendMode, LeaderEpoch, LogConfig, Offset, PartitionLog, ProducerId, TimestampMs, WriteMode};
@@ -31,10 +31,9 @@ fn plain(base: i64) -> BytesMut {
     finish(build_batch(Offset(0), TimestampMs(1), &[b"p"]), base)
 }
 
+/// At `base` (the offset and epoch lie before the CRC-covered bytes).
 fn finish(mut b: Vec<u8>, base: i64) -> BytesMut {
     batch::stamp(&mut b, Offset(base), LeaderEpoch(0));
-    let crc = crc32c::crc32c(&b[CRC_START..]);
-    b[17..21].copy_from_slice(&crc.to_be_bytes());
     BytesMut::from(&b[..])
 }
 
