@@ -70,10 +70,10 @@ impl LiveConfig {
             }
             _ => topic_config::log_config(&self.effective.log, overrides),
         };
-        if topic == crate::groups::OFFSETS_TOPIC {
+        if topic == crate::groups::OFFSETS_TOPIC || topic == ferrite_transactions::TRANSACTION_STATE_TOPIC {
             // Compacted whatever its stored configs say (topics created
-            // before the cleaner existed say nothing): the coordinator
-            // reads it back as a key → latest value table.
+            // before the cleaner existed say nothing): the coordinators
+            // read them back as key → latest value tables.
             c.cleanup_policy = ferrite_engine::log_config::CleanupPolicy::Compact;
         }
         c

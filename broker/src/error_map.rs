@@ -116,3 +116,24 @@ pub fn group(e: GroupError) -> ErrorCode {
         GroupError::TopicAuthorizationFailed => ErrorCode::TopicAuthorizationFailed,
     }
 }
+
+/// A transaction coordinator's refusal; `version_fenced_from` is the first
+/// version of the API that knows PRODUCER_FENCED (older ones hear
+/// INVALID_PRODUCER_EPOCH, as Kafka answers them).
+pub fn txn(e: ferrite_transactions::TxnError, version: i16, version_fenced_from: i16) -> ErrorCode {
+    use ferrite_transactions::TxnError as T;
+    match e {
+        T::InvalidTransactionalId => ErrorCode::InvalidRequest,
+        T::InvalidTransactionTimeout => ErrorCode::InvalidTransactionTimeout,
+        T::InvalidProducerIdMapping => ErrorCode::InvalidProducerIdMapping,
+        T::ProducerFenced if version < version_fenced_from => ErrorCode::InvalidProducerEpoch,
+        T::ProducerFenced => ErrorCode::ProducerFenced,
+        T::ConcurrentTransactions => ErrorCode::ConcurrentTransactions,
+        T::InvalidTxnState => ErrorCode::InvalidTxnState,
+        T::TransactionalIdNotFound => ErrorCode::TransactionalIdNotFound,
+        T::CoordinatorNotAvailable => ErrorCode::CoordinatorNotAvailable,
+        T::CoordinatorLoadInProgress => ErrorCode::CoordinatorLoadInProgress,
+        T::NotCoordinator => ErrorCode::NotCoordinator,
+        T::TransactionalIdAuthorizationFailed => ErrorCode::TransactionalIdAuthorizationFailed,
+    }
+}

@@ -1,11 +1,11 @@
 //! The server: listeners on the shards, request routing and the API
 //! handlers, the cluster runtime (ZooKeeper thread, replicas, follower
-//! fetchers), the group coordinator's driver and producer ids, dynamic
+//! fetchers), the group and transaction coordinators' drivers and producer ids, dynamic
 //! configuration, metrics, and the `ferrite` binary that runs it (and the
 //! administration commands of `ferrite-cli`).
 //!
 //! Depends on: every crate below it (`ferrite-ids`, `ferrite-protocol`,
-//! `ferrite-client`, `ferrite-groups`, `ferrite-config`, `ferrite-cli`,
+//! `ferrite-client`, `ferrite-groups`, `ferrite-transactions`, `ferrite-config`, `ferrite-cli`,
 //! `ferrite-transport`, `ferrite-engine`, `ferrite-replication`,
 //! `ferrite-controller`). Only the benchmarks and the fuzz targets depend
 //! on it.
@@ -15,6 +15,7 @@
 pub mod clock_watch;
 pub mod cluster;
 pub mod config_live;
+pub mod coordinator_log;
 pub mod error_map;
 pub mod groups;
 pub mod handlers;
@@ -27,3 +28,4 @@ pub mod producer_ids;
 pub mod server;
 pub mod shard;
 pub mod shard_groups;
+pub mod transactions;

@@ -211,6 +211,7 @@ impl Server {
                     }
                     glommio::spawn_local(crate::metrics::report_logs(shard.clone())).detach();
                     glommio::spawn_local(crate::shard_groups::run_group_clock(shard.clone())).detach();
+                    glommio::spawn_local(crate::transactions::run_clock(shard.clone())).detach();
                     if shard.id.0 == 0 {
                         glommio::spawn_local(crate::clock_watch::watch_wall_clock(shard.clone())).detach();
                     }

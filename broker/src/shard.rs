@@ -27,6 +27,7 @@ use crate::cluster::ClusterShared;
 use crate::config_live::LiveConfig;
 use crate::groups::GroupCoordinator;
 use crate::producer_ids::ProducerIds;
+use crate::transactions::TxnCoordinator;
 use ferrite_config::BrokerConfig;
 
 /// What to do with local logs the metadata no longer names.
@@ -152,6 +153,8 @@ pub struct BrokerShard {
     pub groups: GroupCoordinator,
     /// Producer ids this shard hands out (InitProducerId).
     pub producer_ids: ProducerIds,
+    /// The transactional ids of this shard's `__transaction_state` partitions.
+    pub transactions: TxnCoordinator,
     /// Produce responses answered (for `ferrite.fault.produce.drop.response.every`).
     #[cfg(feature = "fault-injection")]
     produce_answers: Cell<u64>,
@@ -182,6 +185,7 @@ impl BrokerShard {
             id,
             groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
             producer_ids: ProducerIds::default(),
+            transactions: TxnCoordinator::new(config.transactions.clone()),
             #[cfg(feature = "fault-injection")]
             produce_answers: Cell::new(0),
             admin_turn: glommio::sync::Semaphore::new(1),

@@ -89,6 +89,12 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("offsets.retention.minutes", Int, Some("10080"), "Minutes an empty group's committed offsets are kept."),
     b!("offsets.retention.check.interval.ms", Long, Some("600000"), "Milliseconds between two checks for expired offsets."),
     b!("offset.metadata.max.bytes", Int, Some("4096"), "Longest metadata string an offset commit may carry."),
+    b!("transaction.state.log.num.partitions", Int, Some("50"), "Partitions of __transaction_state."),
+    b!("transaction.state.log.replication.factor", Short, Some("3"), "Replicas of __transaction_state (fewer when fewer brokers are up)."),
+    b!("transaction.state.log.min.isr", Int, Some("2"), "min.insync.replicas of __transaction_state (at most its replicas)."),
+    b!("transaction.state.log.segment.bytes", Int, Some("104857600"), "Segment size of __transaction_state."),
+    b!("transaction.max.timeout.ms", Int, Some("900000"), "Longest transaction.timeout.ms a producer may ask."),
+    b!("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, Some("10000"), "Milliseconds between two checks for transactions past their timeout."),
     b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests (builds with the fault-injection feature): drop the answer of every N-th produce (0: never)."),
     b!("ferrite.log.cache.bytes.per.shard", Long, Some("67108864"), "Ferrite: bytes of recent batches a shard's partitions keep in memory together; the longest cached go first."),
     b!("ferrite.log.open.files.per.shard", Int, Some("0"), "Ferrite: segment files a shard keeps open at most, the least recently used closed beyond it; 0 derives it from the open-files limit, keeping a quarter (at least 1024) for connections."),
@@ -118,8 +124,6 @@ pub const INERT_CONFIGS: &[BrokerConfigDef] = &[
     b!("background.threads", Int, Some("10"), "Kafka's background threads; Ferrite runs these tasks on its shards."),
     b!("socket.send.buffer.bytes", Int, Some("102400"), "Kafka's socket send buffer; Ferrite keeps the kernel's."),
     b!("socket.receive.buffer.bytes", Int, Some("102400"), "Kafka's socket receive buffer; Ferrite keeps the kernel's."),
-    b!("transaction.state.log.replication.factor", Short, Some("3"), "Transactions are not built yet."),
-    b!("transaction.state.log.min.isr", Int, Some("2"), "Transactions are not built yet."),
     b!("zookeeper.connection.timeout.ms", Int, None, "Ferrite waits for ZooKeeper for the session timeout."),
 ];
 

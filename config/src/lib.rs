@@ -29,6 +29,7 @@ use ferrite_engine::shard::Pinning;
 use ferrite_engine::WriteMode;
 
 use ferrite_groups::{GroupConfig, OffsetsConfig};
+use ferrite_transactions::TxnConfig;
 
 /// Bounds of `ferrite.io.memory.bytes.per.shard`.
 const IO_MEMORY_BYTES_MIN: usize = 1 << 20;
@@ -119,6 +120,8 @@ pub struct BrokerConfig {
     pub groups: GroupConfig,
     /// The `offsets.*` settings of `__consumer_offsets`.
     pub offsets: OffsetsConfig,
+    /// The `transaction.*` settings of the transaction coordinator.
+    pub transactions: TxnConfig,
     /// `ferrite.fault.produce.drop.response.every`: for tests (builds with
     /// the `fault-injection` feature; others refuse a value but 0), every N-th
     /// produce is appended but its answer dropped by closing the connection
@@ -245,6 +248,7 @@ impl Default for BrokerConfig {
             cluster: ClusterConfig::default(),
             groups: GroupConfig::default(),
             offsets: OffsetsConfig::default(),
+            transactions: TxnConfig::default(),
             fault_drop_produce_response_every: 0,
             given: BTreeMap::new(),
         }
@@ -480,6 +484,24 @@ impl BrokerConfig {
                 }
                 "offsets.retention.check.interval.ms" => self.offsets.retention_check_interval_ms = num(k, v)?,
                 "offset.metadata.max.bytes" => self.offsets.metadata_bytes_max = num(k, v)?,
+                "transaction.state.log.num.partitions" => {
+                    self.transactions.partitions = num(k, v)?;
+                    if !(1..=1000).contains(&self.transactions.partitions) {
+                        return Err(invalid(k, v, "expected 1 to 1000"));
+                    }
+                }
+                "transaction.state.log.replication.factor" => self.transactions.replication_factor = num(k, v)?,
+                "transaction.state.log.min.isr" => self.transactions.min_insync_replicas = num(k, v)?,
+                "transaction.state.log.segment.bytes" => self.transactions.segment_bytes = num(k, v)?,
+                "transaction.max.timeout.ms" => {
+                    self.transactions.timeout_ms_max = num(k, v)?;
+                    if self.transactions.timeout_ms_max < 1 {
+                        return Err(invalid(k, v, "expected a positive number of milliseconds"));
+                    }
+                }
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
+                    self.transactions.abort_check_interval_ms = num(k, v)?
+                }
                 "ferrite.fault.produce.drop.response.every" => {
                     let every: u64 = num(k, v)?;
                     if every != 0 && !cfg!(feature = "fault-injection") {

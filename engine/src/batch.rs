@@ -336,8 +336,8 @@ fn check_producer_fields(info: &BatchInfo) -> Result<(), BatchError> {
     if info.is_control {
         return invalid("control batches cannot be produced by clients");
     }
-    if info.is_transactional {
-        return invalid("transactional batches are not supported");
+    if info.is_transactional && !info.producer_id.is_producer() {
+        return invalid("a transactional batch without a producer id");
     }
     if info.has_delete_horizon {
         return invalid("the delete horizon is the log cleaner's to set");

@@ -51,9 +51,24 @@ pub enum AppendMode {
     /// A leader appending a producer's batches: the log assigns offsets and
     /// stamps this epoch.
     Leader { epoch: LeaderEpoch },
+    /// A leader appending what a coordinator writes for a producer: its
+    /// transaction markers, or its transactional offset commits. Given
+    /// offsets and this epoch as a producer's batches are, but fenced by
+    /// producer epoch instead of sequence.
+    Coordinator { epoch: LeaderEpoch },
     /// A follower appending batches fetched from its leader: offsets and
     /// epochs are kept as they are.
     Replica,
+}
+
+impl AppendMode {
+    /// The epoch a leader's append stamps; `None` for a follower's.
+    pub fn leader_epoch(self) -> Option<LeaderEpoch> {
+        match self {
+            AppendMode::Leader { epoch } | AppendMode::Coordinator { epoch } => Some(epoch),
+            AppendMode::Replica => None,
+        }
+    }
 }
 
 /// The bytes of an append. A leader's are stamped in place (offsets and
@@ -350,7 +365,7 @@ impl PartitionLog {
     /// ticket before its first await), whatever each then waits for.
     pub async fn append(self: &Rc<Self>, records: BytesMut, mode: AppendMode) -> Result<AppendInfo> {
         let records = match mode {
-            AppendMode::Leader { .. } => RecordBytes::Owned(records),
+            AppendMode::Leader { .. } | AppendMode::Coordinator { .. } => RecordBytes::Owned(records),
             AppendMode::Replica => RecordBytes::Shared(records.freeze()),
         };
         self.append_bytes(records, mode).await
@@ -378,13 +393,17 @@ impl PartitionLog {
         let batches = self.validate_record_set(records.as_slice(), mode)?;
         let permit = ticket.turn().await;
         self.check_usable()?;
-        if let AppendMode::Leader { .. } = mode {
-            if let Some(original) = self.check_sequences(&batches)? {
-                return Ok(original);
+        match mode {
+            AppendMode::Leader { .. } => {
+                if let Some(original) = self.check_sequences(&batches)? {
+                    return Ok(original);
+                }
             }
+            AppendMode::Coordinator { .. } => self.check_marker_epochs(&batches)?,
+            AppendMode::Replica => {}
         }
         let base = match mode {
-            AppendMode::Leader { .. } => self.active().next_offset(),
+            AppendMode::Leader { .. } | AppendMode::Coordinator { .. } => self.active().next_offset(),
             AppendMode::Replica => batches[0].1.base_offset,
         };
         if mode == AppendMode::Replica && base < self.active().next_offset() {
@@ -486,7 +505,7 @@ impl PartitionLog {
     fn should_roll(&self, bytes: u64, batches: &[(usize, BatchInfo)], base: Offset, mode: AppendMode) -> bool {
         let active = self.active();
         let last = match mode {
-            AppendMode::Leader { .. } => {
+            AppendMode::Leader { .. } | AppendMode::Coordinator { .. } => {
                 let span: i64 = batches.iter().map(|(_, b)| i64::from(b.last_offset_delta) + 1).sum();
                 base.plus(span - 1)
             }
@@ -549,7 +568,7 @@ impl PartitionLog {
         let mut stale_epoch = None;
         for (pos, info) in batches {
             let mut info = *info;
-            if let AppendMode::Leader { epoch } = mode {
+            if let Some(epoch) = mode.leader_epoch() {
                 batch::stamp(&mut records.to_mut()[*pos..], next, epoch);
                 info.base_offset = next;
                 info.leader_epoch = epoch;
@@ -586,7 +605,7 @@ impl PartitionLog {
         // from the leader), and holding its batches would keep every fetch
         // response they came in alive. A follower that becomes leader
         // starts caching at its log end.
-        let caching = matches!(mode, AppendMode::Leader { .. });
+        let caching = mode.leader_epoch().is_some();
         let mut cache = self.cache.borrow_mut();
         if !caching {
             cache.clear();

@@ -231,7 +231,11 @@ impl ProducerStates {
 
     /// Applies a batch that is in the log (its offsets assigned).
     pub fn record(&mut self, info: &BatchInfo) {
-        if !info.producer_id.is_producer() || info.is_control {
+        if !info.producer_id.is_producer() {
+            return;
+        }
+        if info.is_control {
+            self.record_marker(info);
             return;
         }
         if !self.producers.contains_key(&info.producer_id) && self.producers.len() >= PRODUCERS_MAX {
@@ -256,6 +260,25 @@ impl ProducerStates {
             first_offset: info.base_offset,
             last_offset: info.last_offset(),
         });
+    }
+
+    /// A transaction marker moves its producer to the marker's epoch (a
+    /// coordinator fencing a producer writes its abort at the new epoch),
+    /// forgetting the sequences of the older one, as Kafka does.
+    fn record_marker(&mut self, info: &BatchInfo) {
+        if !self.producers.contains_key(&info.producer_id) && self.producers.len() >= PRODUCERS_MAX {
+            self.evict_idlest();
+        }
+        let entry = self.producers.entry(info.producer_id).or_insert_with(|| ProducerEntry {
+            epoch: info.producer_epoch,
+            last_timestamp: info.max_timestamp,
+            batches: VecDeque::new(),
+        });
+        if info.producer_epoch > entry.epoch {
+            entry.epoch = info.producer_epoch;
+            entry.batches.clear();
+        }
+        entry.last_timestamp = entry.last_timestamp.max(info.max_timestamp);
     }
 
     fn evict_idlest(&mut self) {

@@ -9,6 +9,14 @@ use crate::error::{EngineError, Result};
 use crate::log::{AppendInfo, AppendMode, PartitionLog};
 use crate::producer_state::SeqCheck;
 
+/// What a coordinator writes for a producer: a transaction marker (a
+/// control batch holding COMMIT or ABORT) or the producer's transactional
+/// records (TxnOffsetCommit's offsets).
+fn is_coordinator_batch(bytes: &[u8], info: &BatchInfo) -> bool {
+    let marker = || matches!(crate::txn_state::marker_of(bytes, info), Ok(Some(_)));
+    info.is_transactional && info.producer_id.is_producer() && (!info.is_control || marker())
+}
+
 impl PartitionLog {
     /// Validates every batch of a record set; returns each one's position in
     /// the set and facts. An empty set is refused.
@@ -19,7 +27,7 @@ impl PartitionLog {
     pub(crate) fn validate_record_set(&self, records: &[u8], mode: AppendMode) -> Result<Vec<(usize, BatchInfo)>> {
         let (size_max, validation) = match mode {
             AppendMode::Leader { .. } => (self.config.borrow().max_message_bytes, Validation::Producer),
-            AppendMode::Replica => (records.len(), Validation::Stored),
+            AppendMode::Coordinator { .. } | AppendMode::Replica => (records.len(), Validation::Stored),
         };
         let keys_needed = validation == Validation::Producer && self.config.borrow().cleanup_policy.compacts();
         let mut out = Vec::new();
@@ -38,6 +46,17 @@ impl PartitionLog {
                         source,
                     }
                 })?;
+            }
+            if matches!(mode, AppendMode::Coordinator { .. })
+                && !is_coordinator_batch(&records[pos..pos + info.size], &info)
+            {
+                return Err(EngineError::Batch {
+                    tp: self.tp.clone(),
+                    position: pos,
+                    source: crate::error::BatchError::Invalid {
+                        reason: "a coordinator writes only a producer's transactional batches",
+                    },
+                });
             }
             if mode == AppendMode::Replica {
                 if let Some((_, prev)) = out.last() {
@@ -67,6 +86,28 @@ impl PartitionLog {
             });
         }
         Ok(out)
+    }
+
+    /// A coordinator's markers: each producer's epoch at least the one the
+    /// partition knows (a marker of an older epoch comes from a coordinator
+    /// that lost the transaction: INVALID_PRODUCER_EPOCH).
+    pub(crate) fn check_marker_epochs(&self, batches: &[(usize, BatchInfo)]) -> Result<()> {
+        let producers = self.producers.borrow();
+        for (_, info) in batches {
+            if let Some(current) = producers.get(info.producer_id).map(|e| e.epoch) {
+                if info.producer_epoch < current {
+                    return Err(EngineError::Sequence {
+                        tp: self.tp.clone(),
+                        source: crate::producer_state::SequenceError::StaleEpoch {
+                            producer_id: info.producer_id,
+                            epoch: info.producer_epoch,
+                            current,
+                        },
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A leader's check of idempotent batches: `Some` with the original

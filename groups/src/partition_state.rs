@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use ferrite_ids::MonoMs;
+use ferrite_ids::{MonoMs, ProducerId};
 
 use super::group::{Group, GroupSnapshot, GroupState};
 use super::offsets_format::{decode_key, decode_value, CommittedOffset, OffsetsRecord, RecordKey};
@@ -26,10 +26,34 @@ impl GroupEntry {
     }
 }
 
-/// The groups of one `__consumer_offsets` partition.
+/// The groups of one `__consumer_offsets` partition, and the offsets
+/// transactions committed (TxnOffsetCommit) that wait for their
+/// transaction's marker.
 #[derive(Debug, Default)]
 pub struct PartitionGroups {
     pub groups: BTreeMap<String, GroupEntry>,
+    pub pending_txns: BTreeMap<ProducerId, Vec<PendingOffset>>,
+}
+
+/// A transaction's offset for a group's partition, counted once the
+/// transaction commits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: CommittedOffset,
+}
+
+/// One item of a partition's log, oldest first, as replayed.
+#[derive(Clone, Copy, Debug)]
+pub enum Replayed<'a> {
+    /// A record (key, value or `None` for a tombstone).
+    Record(Option<&'a [u8]>, Option<&'a [u8]>),
+    /// A record of a producer's transaction.
+    Transactional(ProducerId, Option<&'a [u8]>, Option<&'a [u8]>),
+    /// A producer's transaction ended: committed (`true`) or aborted.
+    Marker(ProducerId, bool),
 }
 
 /// What replaying found that it could not use.
@@ -39,18 +63,31 @@ pub struct ReplayReport {
     pub skipped: u64,
 }
 
+type OffsetsByGroup = BTreeMap<String, BTreeMap<(String, i32), CommittedOffset>>;
+
 impl PartitionGroups {
-    /// Rebuilds the state from the partition's records, oldest first
-    /// (key bytes, value bytes or `None` for a tombstone). Records that do
-    /// not decode are skipped and counted.
-    pub fn replay<'a>(
-        records: impl Iterator<Item = (Option<&'a [u8]>, Option<&'a [u8]>)>,
-        now: MonoMs,
-    ) -> (PartitionGroups, ReplayReport) {
-        let mut offsets: BTreeMap<String, BTreeMap<(String, i32), CommittedOffset>> = BTreeMap::new();
+    /// Rebuilds the state from the partition's log, oldest first. Records
+    /// that do not decode are skipped and counted; a transaction's offsets
+    /// count at its commit marker.
+    pub fn replay<'a>(items: impl Iterator<Item = Replayed<'a>>, now: MonoMs) -> (PartitionGroups, ReplayReport) {
+        let mut offsets: OffsetsByGroup = BTreeMap::new();
         let mut snapshots: BTreeMap<String, GroupSnapshot> = BTreeMap::new();
+        let mut pending: BTreeMap<ProducerId, Vec<PendingOffset>> = BTreeMap::new();
         let mut report = ReplayReport::default();
-        for (key, value) in records {
+        for item in items {
+            let (key, value, producer) = match item {
+                Replayed::Record(k, v) => (k, v, None),
+                Replayed::Transactional(pid, k, v) => (k, v, Some(pid)),
+                Replayed::Marker(pid, commit) => {
+                    for p in pending.remove(&pid).unwrap_or_default().into_iter().filter(|_| commit) {
+                        offsets
+                            .entry(p.group)
+                            .or_default()
+                            .insert((p.topic, p.partition), p.offset);
+                    }
+                    continue;
+                }
+            };
             report.records += 1;
             let Some(key) = key.and_then(|k| decode_key(k).ok()) else {
                 report.skipped += 1;
@@ -60,7 +97,7 @@ impl PartitionGroups {
                 report.skipped += 1;
                 continue;
             };
-            match (key, record) {
+            match (key, record, producer) {
                 (
                     RecordKey::Offset {
                         group,
@@ -68,6 +105,23 @@ impl PartitionGroups {
                         partition,
                     },
                     OffsetsRecord::Offset(o),
+                    Some(pid),
+                ) => {
+                    pending.entry(pid).or_default().push(PendingOffset {
+                        group,
+                        topic,
+                        partition,
+                        offset: o,
+                    });
+                }
+                (
+                    RecordKey::Offset {
+                        group,
+                        topic,
+                        partition,
+                    },
+                    OffsetsRecord::Offset(o),
+                    None,
                 ) => {
                     offsets.entry(group).or_default().insert((topic, partition), o);
                 }
@@ -78,22 +132,26 @@ impl PartitionGroups {
                         partition,
                     },
                     OffsetsRecord::Tombstone,
+                    None,
                 ) => {
                     if let Some(g) = offsets.get_mut(&group) {
                         g.remove(&(topic, partition));
                     }
                 }
-                (RecordKey::Group { group }, OffsetsRecord::Group(s)) => {
+                (RecordKey::Group { group }, OffsetsRecord::Group(s), None) => {
                     snapshots.insert(group, s);
                 }
-                (RecordKey::Group { group }, OffsetsRecord::Tombstone) => {
+                (RecordKey::Group { group }, OffsetsRecord::Tombstone, None) => {
                     snapshots.remove(&group);
                     offsets.remove(&group);
                 }
                 _ => report.skipped += 1,
             }
         }
-        let mut state = PartitionGroups::default();
+        let mut state = PartitionGroups {
+            pending_txns: pending,
+            ..PartitionGroups::default()
+        };
         for (id, snap) in snapshots {
             let entry = state.groups.entry(id.clone()).or_insert_with(|| GroupEntry::new(&id));
             entry.group = Group::from_snapshot(&id, snap, now);
@@ -106,6 +164,25 @@ impl PartitionGroups {
             entry.offsets = offs;
         }
         (state, report)
+    }
+
+    /// A producer's transaction ended (its marker is in the log): its
+    /// pending offsets count if it committed, and are dropped if not.
+    pub fn end_txn(&mut self, producer_id: ProducerId, commit: bool) {
+        let ended = self.pending_txns.remove(&producer_id).unwrap_or_default();
+        for p in ended.into_iter().filter(|_| commit) {
+            let entry = self.get_or_create(&p.group);
+            entry.offsets.insert((p.topic, p.partition), p.offset);
+        }
+    }
+
+    /// Whether a transaction not yet ended holds an offset of `group`'s
+    /// `topic`/`partition` (OffsetFetch's `require_stable`, KIP-447).
+    pub fn has_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
+        self.pending_txns
+            .values()
+            .flatten()
+            .any(|p| p.group == group && p.topic == topic && p.partition == partition)
     }
 
     pub fn get_or_create(&mut self, id: &str) -> &mut GroupEntry {
@@ -166,7 +243,9 @@ mod tests {
             (b"junk".to_vec(), Some(b"x".to_vec())),
         ];
         let (state, report) = PartitionGroups::replay(
-            records.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())),
+            records
+                .iter()
+                .map(|(k, v)| Replayed::Record(Some(k.as_slice()), v.as_deref())),
             MonoMs(0),
         );
         assert_eq!(report, ReplayReport { records: 8, skipped: 1 });
@@ -178,5 +257,33 @@ mod tests {
             !state.groups.contains_key("h"),
             "the group tombstone removed h's offsets"
         );
+    }
+
+    #[test]
+    fn a_transactions_offsets_count_at_its_commit_marker() {
+        let (k0, k1) = (offset_key("g", "t", 0), offset_key("g", "t", 1));
+        let (v5, v7, v9) = (offset_value(5), offset_value(7), offset_value(9));
+        let items = [
+            Replayed::Record(Some(&k0), Some(&v5)),
+            Replayed::Transactional(ProducerId(1), Some(&k0), Some(&v7)),
+            Replayed::Transactional(ProducerId(2), Some(&k1), Some(&v9)),
+            Replayed::Marker(ProducerId(2), false),
+            Replayed::Transactional(ProducerId(3), Some(&k1), Some(&v7)),
+        ];
+        let (state, _) = PartitionGroups::replay(items.into_iter(), MonoMs(0));
+        let g = &state.groups["g"];
+        assert_eq!(g.offsets[&("t".to_string(), 0)].offset, 5, "not committed yet");
+        assert!(!g.offsets.contains_key(&("t".to_string(), 1)), "aborted, then open");
+        assert!(state.has_pending("g", "t", 0));
+        assert!(state.has_pending("g", "t", 1));
+        let (mut state, _) = PartitionGroups::replay(
+            items.into_iter().chain([Replayed::Marker(ProducerId(1), true)]),
+            MonoMs(0),
+        );
+        assert_eq!(state.groups["g"].offsets[&("t".to_string(), 0)].offset, 7);
+        assert!(!state.has_pending("g", "t", 0));
+        state.end_txn(ProducerId(3), true);
+        assert_eq!(state.groups["g"].offsets[&("t".to_string(), 1)].offset, 7);
+        assert!(state.pending_txns.is_empty());
     }
 }

@@ -2,10 +2,10 @@
 //! and epoch and the partitions it forgets, and the response the session's
 //! id (KIP-227; kept by `handlers/fetch_session.rs`).
 
-use ferrite_ids::{LeaderEpoch, Offset};
+use ferrite_ids::{LeaderEpoch, Offset, ProducerId};
 
 use super::response::{Chunk, ResponseBuilder};
-use super::wire::{capacity, Reader, WireResult};
+use super::wire::{capacity, Reader, WireError, WireResult};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FetchPartition {
@@ -30,13 +30,44 @@ pub struct FetchRequest {
     pub max_wait_ms: i32,
     pub min_bytes: i32,
     pub max_bytes: i32,
-    pub isolation_level: i8,
+    pub isolation: Isolation,
     /// The fetch session (v7+; before: 0 and -1, a fetch without one).
     pub session_id: i32,
     pub session_epoch: i32,
     pub topics: Vec<FetchTopic>,
     /// Partitions an incremental fetch drops from its session.
     pub forgotten: Vec<(String, Vec<i32>)>,
+}
+
+/// What a consumer may read (`isolation.level`): Fetch and ListOffsets
+/// carry it as an int8, 0 or 1; any other value is a malformed request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Up to the high watermark, aborted transactions' records included.
+    #[default]
+    ReadUncommitted,
+    /// Up to the last stable offset, told which transactions aborted.
+    ReadCommitted,
+}
+
+impl Isolation {
+    pub fn decode(r: &mut Reader) -> WireResult<Isolation> {
+        match r.i8("isolation_level")? {
+            0 => Ok(Isolation::ReadUncommitted),
+            1 => Ok(Isolation::ReadCommitted),
+            other => Err(WireError::Invalid {
+                what: "isolation_level",
+                value: i64::from(other),
+            }),
+        }
+    }
+
+    pub fn code(self) -> i8 {
+        match self {
+            Isolation::ReadUncommitted => 0,
+            Isolation::ReadCommitted => 1,
+        }
+    }
 }
 
 /// A fetch without a session (before v7, or session id 0 and epoch -1).
@@ -50,7 +81,7 @@ impl FetchRequest {
         let max_wait_ms = r.i32("max_wait_ms")?;
         let min_bytes = r.i32("min_bytes")?;
         let max_bytes = r.i32("max_bytes")?;
-        let isolation_level = r.i8("isolation_level")?;
+        let isolation = Isolation::decode(r)?;
         let (session_id, session_epoch) = if version >= 7 {
             (r.i32("session_id")?, r.i32("session_epoch")?)
         } else {
@@ -82,7 +113,7 @@ impl FetchRequest {
             max_wait_ms,
             min_bytes,
             max_bytes,
-            isolation_level,
+            isolation,
             session_id,
             session_epoch,
             topics,
@@ -137,6 +168,9 @@ pub struct FetchPartitionResponse {
     pub high_watermark: Offset,
     pub last_stable_offset: Offset,
     pub log_start_offset: Offset,
+    /// A `read_committed` read's aborted transactions overlapping what it
+    /// read, as (producer id, first offset); `None` (null) otherwise.
+    pub aborted_transactions: Option<Vec<(ProducerId, Offset)>>,
     pub records: Vec<Chunk>,
 }
 
@@ -174,7 +208,12 @@ pub fn encode_response(
             if version >= 5 {
                 b.w.i64(p.log_start_offset.0);
             }
-            b.w.array_len(flexible, Some(0));
+            b.w.array_len(flexible, p.aborted_transactions.as_ref().map(Vec::len));
+            for (producer_id, first_offset) in p.aborted_transactions.iter().flatten() {
+                b.w.i64(producer_id.0);
+                b.w.i64(first_offset.0);
+                b.w.empty_tagged_fields_if(flexible);
+            }
             if version >= 11 {
                 b.w.i32(-1);
             }

@@ -37,7 +37,7 @@
 
 use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
 
-use super::topic_partitions::TopicPartitions;
+use super::topic_partitions::{PartitionError, TopicPartitions};
 use super::wire::{capacity, Reader, WireError, WireResult, Writer};
 
 pub const OFFSET_COMMIT_KEY: i16 = 8;
@@ -76,14 +76,10 @@ pub struct OffsetCommitRequest {
     pub topics: Vec<OffsetCommitTopic>,
 }
 
-/// One partition's answer to OffsetCommit or OffsetDelete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetPartitionResult {
-    pub partition_index: i32,
-    pub error_code: i16,
-}
+/// One partition's answer to OffsetCommit, OffsetDelete or TxnOffsetCommit.
+pub type OffsetPartitionResult = PartitionError;
 
-/// One topic's answers to OffsetCommit or OffsetDelete.
+/// One topic's answers to OffsetCommit, OffsetDelete or TxnOffsetCommit.
 pub type OffsetTopicResult = TopicPartitions<OffsetPartitionResult>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,36 +177,20 @@ impl OffsetCommitRequest {
 
 const RESULTS_WHAT: [&str; 2] = ["topic results", "partition results"];
 
-fn encode_topic_results(w: &mut Writer, f: bool, topics: &[OffsetTopicResult]) {
-    TopicPartitions::write_all(w, f, topics, |w, p| {
-        w.i32(p.partition_index);
-        w.i16(p.error_code);
-    });
-}
-
-fn decode_topic_results(r: &mut Reader, f: bool) -> WireResult<Vec<OffsetTopicResult>> {
-    TopicPartitions::read_all(r, f, 6, RESULTS_WHAT, |r| {
-        Ok(OffsetPartitionResult {
-            partition_index: r.i32("partition_index")?,
-            error_code: r.i16("error_code")?,
-        })
-    })
-}
-
 impl OffsetCommitResponse {
     pub fn encode(&self, w: &mut Writer, version: i16) {
         let f = version >= OFFSET_COMMIT_FLEXIBLE_FROM;
         if version >= 3 {
             w.i32(self.throttle_time_ms);
         }
-        encode_topic_results(w, f, &self.topics);
+        TopicPartitions::write_errors(w, f, &self.topics);
         w.empty_tagged_fields_if(f);
     }
 
     pub fn decode(r: &mut Reader, version: i16) -> WireResult<OffsetCommitResponse> {
         let f = version >= OFFSET_COMMIT_FLEXIBLE_FROM;
         let throttle_time_ms = if version >= 3 { r.i32("throttle_time_ms")? } else { 0 };
-        let topics = decode_topic_results(r, f)?;
+        let topics = TopicPartitions::read_errors(r, f, RESULTS_WHAT)?;
         r.tagged_fields_if(f)?;
         Ok(OffsetCommitResponse {
             throttle_time_ms,
@@ -406,13 +386,13 @@ impl OffsetDeleteResponse {
     pub fn encode(&self, w: &mut Writer, _version: i16) {
         w.i16(self.error_code);
         w.i32(self.throttle_time_ms);
-        encode_topic_results(w, false, &self.topics);
+        TopicPartitions::write_errors(w, false, &self.topics);
     }
 
     pub fn decode(r: &mut Reader, _version: i16) -> WireResult<OffsetDeleteResponse> {
         let error_code = r.i16("error_code")?;
         let throttle_time_ms = r.i32("throttle_time_ms")?;
-        let topics = decode_topic_results(r, false)?;
+        let topics = TopicPartitions::read_errors(r, false, RESULTS_WHAT)?;
         Ok(OffsetDeleteResponse {
             error_code,
             throttle_time_ms,

@@ -48,22 +48,6 @@ pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = super::authorized_operations::OMI
 /// `consumer` groups are not built).
 pub const GROUP_TYPE_CLASSIC: &str = "classic";
 
-fn read_strings(r: &mut Reader, f: bool, what: &'static str) -> WireResult<Vec<String>> {
-    let n = r.array_len_required(f, 1, what)?;
-    let mut v = Vec::with_capacity(capacity(n));
-    for _ in 0..n {
-        v.push(r.string(f, what)?);
-    }
-    Ok(v)
-}
-
-fn write_strings(w: &mut Writer, f: bool, v: &[String]) {
-    w.array_len(f, Some(v.len()));
-    for s in v {
-        w.string(f, s);
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListGroupsRequest {
     /// Empty: groups in every state.
@@ -91,12 +75,12 @@ impl ListGroupsRequest {
     pub fn decode(r: &mut Reader, version: i16) -> WireResult<ListGroupsRequest> {
         let f = version >= LIST_GROUPS_FLEXIBLE_FROM;
         let states_filter = if version >= 4 {
-            read_strings(r, f, "states_filter")?
+            r.strings(f, "states_filter")?
         } else {
             Vec::new()
         };
         let types_filter = if version >= 5 {
-            read_strings(r, f, "types_filter")?
+            r.strings(f, "types_filter")?
         } else {
             Vec::new()
         };
@@ -110,10 +94,10 @@ impl ListGroupsRequest {
     pub fn encode(&self, w: &mut Writer, version: i16) {
         let f = version >= LIST_GROUPS_FLEXIBLE_FROM;
         if version >= 4 {
-            write_strings(w, f, &self.states_filter);
+            w.strings(f, &self.states_filter);
         }
         if version >= 5 {
-            write_strings(w, f, &self.types_filter);
+            w.strings(f, &self.types_filter);
         }
         w.empty_tagged_fields_if(f);
     }
@@ -213,7 +197,7 @@ pub struct DescribeGroupsResponse {
 impl DescribeGroupsRequest {
     pub fn decode(r: &mut Reader, version: i16) -> WireResult<DescribeGroupsRequest> {
         let f = version >= DESCRIBE_GROUPS_FLEXIBLE_FROM;
-        let groups = read_strings(r, f, "groups")?;
+        let groups = r.strings(f, "groups")?;
         let include_authorized_operations = version >= 3 && r.bool("include_authorized_operations")?;
         r.tagged_fields_if(f)?;
         Ok(DescribeGroupsRequest {
@@ -224,7 +208,7 @@ impl DescribeGroupsRequest {
 
     pub fn encode(&self, w: &mut Writer, version: i16) {
         let f = version >= DESCRIBE_GROUPS_FLEXIBLE_FROM;
-        write_strings(w, f, &self.groups);
+        w.strings(f, &self.groups);
         if version >= 3 {
             w.bool(self.include_authorized_operations);
         }
@@ -363,14 +347,14 @@ pub struct DeleteGroupsResponse {
 impl DeleteGroupsRequest {
     pub fn decode(r: &mut Reader, version: i16) -> WireResult<DeleteGroupsRequest> {
         let f = version >= DELETE_GROUPS_FLEXIBLE_FROM;
-        let groups_names = read_strings(r, f, "groups_names")?;
+        let groups_names = r.strings(f, "groups_names")?;
         r.tagged_fields_if(f)?;
         Ok(DeleteGroupsRequest { groups_names })
     }
 
     pub fn encode(&self, w: &mut Writer, version: i16) {
         let f = version >= DELETE_GROUPS_FLEXIBLE_FROM;
-        write_strings(w, f, &self.groups_names);
+        w.strings(f, &self.groups_names);
         w.empty_tagged_fields_if(f);
     }
 }

@@ -3,6 +3,7 @@
 
 use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
 
+use super::fetch::Isolation;
 use super::wire::{capacity, Reader, WireResult, Writer};
 
 pub const LATEST: i64 = -1;
@@ -30,14 +31,18 @@ pub struct ListOffsetsTopic {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListOffsetsRequest {
     pub replica_id: i32,
-    pub isolation_level: i8,
+    pub isolation: Isolation,
     pub topics: Vec<ListOffsetsTopic>,
 }
 
 impl ListOffsetsRequest {
     pub fn decode(r: &mut Reader, version: i16, flexible: bool) -> WireResult<ListOffsetsRequest> {
         let replica_id = r.i32("replica_id")?;
-        let isolation_level = if version >= 2 { r.i8("isolation_level")? } else { 0 };
+        let isolation = if version >= 2 {
+            Isolation::decode(r)?
+        } else {
+            Isolation::ReadUncommitted
+        };
         let n = r.array_len_required(flexible, 2, "list offsets topics")?;
         let mut topics = Vec::with_capacity(capacity(n));
         for _ in 0..n {
@@ -65,7 +70,7 @@ impl ListOffsetsRequest {
         r.tagged_fields_if(flexible)?;
         Ok(ListOffsetsRequest {
             replica_id,
-            isolation_level,
+            isolation,
             topics,
         })
     }

@@ -25,7 +25,11 @@ use super::produce::ProduceRequest;
 use super::sasl::{SaslAuthenticateRequest, SaslHandshakeRequest};
 use super::scram_credentials::{AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest};
 use super::topics_admin::{CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest};
+use super::txn_admin::{DescribeTransactionsRequest, ListTransactionsRequest};
+use super::txn_offset_commit::TxnOffsetCommitRequest;
+use super::txn_producer::{AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest};
 use super::wire::{Reader, WireError};
+use super::write_txn_markers::WriteTxnMarkersRequest;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RequestBody {
@@ -50,6 +54,13 @@ pub enum RequestBody {
     ElectLeaders(ElectLeadersRequest),
     DeleteRecords(DeleteRecordsRequest),
     InitProducerId(InitProducerIdRequest),
+    AddPartitionsToTxn(AddPartitionsToTxnRequest),
+    AddOffsetsToTxn(AddOffsetsToTxnRequest),
+    EndTxn(EndTxnRequest),
+    WriteTxnMarkers(WriteTxnMarkersRequest),
+    TxnOffsetCommit(TxnOffsetCommitRequest),
+    DescribeTransactions(DescribeTransactionsRequest),
+    ListTransactions(ListTransactionsRequest),
     SaslHandshake(SaslHandshakeRequest),
     SaslAuthenticate(SaslAuthenticateRequest),
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequest),
@@ -151,6 +162,13 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(r, v)?),
         ApiKey::DeleteRecords => RequestBody::DeleteRecords(DeleteRecordsRequest::decode(r, v)?),
         ApiKey::InitProducerId => RequestBody::InitProducerId(InitProducerIdRequest::decode(r, v)?),
+        ApiKey::AddPartitionsToTxn => RequestBody::AddPartitionsToTxn(AddPartitionsToTxnRequest::decode(r, v)?),
+        ApiKey::AddOffsetsToTxn => RequestBody::AddOffsetsToTxn(AddOffsetsToTxnRequest::decode(r, v)?),
+        ApiKey::EndTxn => RequestBody::EndTxn(EndTxnRequest::decode(r, v)?),
+        ApiKey::WriteTxnMarkers => RequestBody::WriteTxnMarkers(WriteTxnMarkersRequest::decode(r, v)?),
+        ApiKey::TxnOffsetCommit => RequestBody::TxnOffsetCommit(TxnOffsetCommitRequest::decode(r, v)?),
+        ApiKey::DescribeTransactions => RequestBody::DescribeTransactions(DescribeTransactionsRequest::decode(r, v)?),
+        ApiKey::ListTransactions => RequestBody::ListTransactions(ListTransactionsRequest::decode(r, v)?),
         ApiKey::FindCoordinator => RequestBody::FindCoordinator(FindCoordinatorRequest::decode(r, v)?),
         ApiKey::JoinGroup => RequestBody::JoinGroup(JoinGroupRequest::decode(r, v)?),
         ApiKey::Heartbeat => RequestBody::Heartbeat(HeartbeatRequest::decode(r, v)?),

@@ -260,6 +260,31 @@ impl Reader {
         Ok(v)
     }
 
+    /// A non-null array of int64 (classic or compact), bounded by the bytes
+    /// left.
+    #[inline]
+    pub fn i64_array(&mut self, flexible: bool, what: &'static str) -> WireResult<Vec<i64>> {
+        let n = self.array_len_required(flexible, 8, what)?;
+        let mut v = Vec::with_capacity(capacity(n));
+        for _ in 0..n {
+            v.push(self.i64(what)?);
+        }
+        Ok(v)
+    }
+
+    /// A non-null array of non-null strings (classic or compact), bounded
+    /// by the bytes left.
+    #[inline]
+    pub fn strings(&mut self, flexible: bool, what: &'static str) -> WireResult<Vec<String>> {
+        // A string's length prefix: an int16, or an unsigned varint.
+        let n = self.array_len_required(flexible, if flexible { 1 } else { 2 }, what)?;
+        let mut v = Vec::with_capacity(capacity(n));
+        for _ in 0..n {
+            v.push(self.string(flexible, what)?);
+        }
+        Ok(v)
+    }
+
     /// A non-null array of structs: the count (each element taking at least
     /// `element_bytes_min`, so a count the bytes left cannot hold is refused
     /// before anything is allocated), then each element as `read` reads it,
@@ -411,6 +436,24 @@ impl Writer {
         self.array_len(flexible, Some(v.len()));
         for x in v {
             self.i32(*x);
+        }
+    }
+
+    /// A non-null array of int64.
+    #[inline]
+    pub fn i64_array(&mut self, flexible: bool, v: &[i64]) {
+        self.array_len(flexible, Some(v.len()));
+        for x in v {
+            self.i64(*x);
+        }
+    }
+
+    /// A non-null array of non-null strings.
+    #[inline]
+    pub fn strings(&mut self, flexible: bool, v: &[String]) {
+        self.array_len(flexible, Some(v.len()));
+        for s in v {
+            self.string(flexible, s);
         }
     }
 

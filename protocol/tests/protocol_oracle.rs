@@ -3,7 +3,7 @@
 //! decodes them. Every supported version of every API is exercised.
 
 use bytes::{Bytes, BytesMut};
-use ferrite_ids::{LeaderEpoch, Offset, TimestampMs};
+use ferrite_ids::{LeaderEpoch, Offset, ProducerId, TimestampMs};
 use ferrite_protocol::api::{ApiKey, SUPPORTED};
 use ferrite_protocol::request::{decode_frame, Decoded, RequestBody};
 use ferrite_protocol::response::{Chunk, ResponseBuilder};
@@ -196,6 +196,7 @@ fn fetch_round_trips_with_record_chunks() {
             .with_max_wait_ms(500)
             .with_min_bytes(1)
             .with_max_bytes(1 << 20)
+            .with_isolation_level(1)
             .with_session_id(if v >= 7 { 77 } else { 0 })
             .with_session_epoch(if v >= 7 { 3 } else { -1 })
             .with_topics(vec![km::fetch_request::FetchTopic::default()
@@ -214,6 +215,7 @@ fn fetch_round_trips_with_record_chunks() {
         let r = ours(1, v, &req);
         let RequestBody::Fetch(f) = &r.body else { panic!() };
         assert_eq!(f.max_wait_ms, 500);
+        assert_eq!(f.isolation, fetch::Isolation::ReadCommitted);
         if v >= 7 {
             assert_eq!((f.session_id, f.session_epoch), (77, 3));
             assert_eq!(f.forgotten, vec![("gone".to_string(), vec![4, 5])]);
@@ -236,8 +238,9 @@ fn fetch_round_trips_with_record_chunks() {
                         index: 1,
                         error: 0,
                         high_watermark: Offset(100),
-                        last_stable_offset: Offset(100),
+                        last_stable_offset: Offset(90),
                         log_start_offset: Offset(0),
+                        aborted_transactions: Some(vec![(ProducerId(7), Offset(40)), (ProducerId(8), Offset(45))]),
                         records: vec![
                             Chunk::Bytes(Bytes::from_static(b"abc")),
                             Chunk::Bytes(Bytes::from_static(b"de")),
@@ -249,6 +252,7 @@ fn fetch_round_trips_with_record_chunks() {
                         high_watermark: Offset(0),
                         last_stable_offset: Offset(0),
                         log_start_offset: Offset(0),
+                        aborted_transactions: None,
                         records: vec![],
                     },
                 ],
@@ -266,6 +270,15 @@ fn fetch_round_trips_with_record_chunks() {
         assert_eq!(p[0].records.as_deref(), Some(&b"abcde"[..]));
         assert_eq!(p[1].records.as_deref(), Some(&b""[..]), "empty, not null");
         assert_eq!(p[0].high_watermark, 100);
+        assert_eq!(p[0].last_stable_offset, 90);
+        let aborted: Vec<(i64, i64)> = p[0]
+            .aborted_transactions
+            .iter()
+            .flatten()
+            .map(|a| (a.producer_id.0, a.first_offset))
+            .collect();
+        assert_eq!(aborted, vec![(7, 40), (8, 45)]);
+        assert!(p[1].aborted_transactions.is_none(), "null for read_uncommitted");
         if v >= 7 {
             assert_eq!(t.session_id, 77);
         }

@@ -173,12 +173,31 @@ impl LocalReplica {
     /// — with acks=all — answered once committed (or failed), waiting at
     /// most until `deadline`.
     pub async fn produce(&self, records: BytesMut, acks: Acks, deadline: MonoMs) -> Result<AppendInfo, ReplicaOpError> {
+        self.append_as_leader(records, acks, deadline, |epoch| AppendMode::Leader { epoch })
+            .await
+    }
+
+    /// A transaction coordinator's markers (control batches), appended in
+    /// the current epoch and answered once committed, as Kafka writes them
+    /// (acks=all).
+    pub async fn write_markers(&self, records: BytesMut, deadline: MonoMs) -> Result<AppendInfo, ReplicaOpError> {
+        self.append_as_leader(records, Acks::All, deadline, |epoch| AppendMode::Coordinator { epoch })
+            .await
+    }
+
+    async fn append_as_leader(
+        &self,
+        records: BytesMut,
+        acks: Acks,
+        deadline: MonoMs,
+        mode: impl Fn(LeaderEpoch) -> AppendMode,
+    ) -> Result<AppendInfo, ReplicaOpError> {
         let epoch = {
             let s = self.state.borrow();
             s.check_produce(acks)?;
             s.leader_epoch()
         };
-        let info = self.log.append(records, AppendMode::Leader { epoch }).await?;
+        let info = self.log.append(records, mode(epoch)).await?;
         self.state.borrow_mut().appended(local_log(&self.log));
         if acks != Acks::All {
             self.run_actions().await?;

@@ -17,6 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("ferrite-protocol", &["ferrite-ids"]),
     ("ferrite-client", &["ferrite-ids", "ferrite-protocol"]),
     ("ferrite-groups", &["ferrite-ids", "ferrite-protocol"]),
+    ("ferrite-transactions", &["ferrite-ids", "ferrite-protocol"]),
     ("ferrite-engine", &["ferrite-ids"]),
     // The engine for its truncation marks (nothing read ahead outlives a
     // truncation).
@@ -34,6 +35,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-ids",
             "ferrite-protocol",
             "ferrite-groups",
+            "ferrite-transactions",
             "ferrite-engine",
             "ferrite-controller",
             "ferrite-security",
@@ -58,6 +60,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ferrite-protocol",
             "ferrite-client",
             "ferrite-groups",
+            "ferrite-transactions",
             "ferrite-engine",
             "ferrite-transport",
             "ferrite-replication",

@@ -53,7 +53,9 @@ impl Ordering {
             | ApiKey::ListGroups
             | ApiKey::DescribeGroups
             | ApiKey::DescribeUserScramCredentials
-            | ApiKey::DescribeAcls => Ordering::Read,
+            | ApiKey::DescribeAcls
+            | ApiKey::DescribeTransactions
+            | ApiKey::ListTransactions => Ordering::Read,
             ApiKey::Produce
             | ApiKey::CreateTopics
             | ApiKey::DeleteTopics
@@ -78,7 +80,12 @@ impl Ordering {
             | ApiKey::SaslAuthenticate
             | ApiKey::AlterUserScramCredentials
             | ApiKey::CreateAcls
-            | ApiKey::DeleteAcls => Ordering::Write,
+            | ApiKey::DeleteAcls
+            | ApiKey::AddPartitionsToTxn
+            | ApiKey::AddOffsetsToTxn
+            | ApiKey::EndTxn
+            | ApiKey::WriteTxnMarkers
+            | ApiKey::TxnOffsetCommit => Ordering::Write,
         }
     }
 }

@@ -20,32 +20,24 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use ferrite_controller::ClusterMeta;
-use ferrite_engine::batch::{self, Compression, Validation, HEADER_BYTES};
-use ferrite_engine::log_read::{ReadRegion, SizeLimit};
-use ferrite_engine::record::{decode_records, Record};
-use ferrite_engine::{AppendMode, LeaderEpoch, Offset, PartitionLog, TimestampMs, TopicPartition};
-use ferrite_replication::{Acks, LocalReplica, MonoMs};
+use ferrite_engine::txn_state::Marker;
+use ferrite_engine::{LeaderEpoch, PartitionLog, TopicPartition};
+use ferrite_replication::MonoMs;
 use tokio::sync::oneshot;
 
 use ferrite_groups::error::GroupError;
 use ferrite_groups::group::{Delivery, GroupConfig, JoinAnswer, SyncAnswer};
 use ferrite_groups::offsets_format::{encode_group, encode_key, RecordKey};
-use ferrite_groups::partition_state::PartitionGroups;
+use ferrite_groups::partition_state::{PartitionGroups, Replayed};
 pub use ferrite_groups::OffsetsConfig;
 use ferrite_groups::OFFSETS_TOPIC;
 
-/// Bytes read per step while loading a partition.
-const LOAD_READ_BYTES: usize = 1 << 20;
-/// Largest decompressed batch accepted while loading.
-const LOAD_DECOMPRESSED_BYTES_MAX: usize = 64 << 20;
 /// How often the groups' clocks run.
 pub const TICK_MS: u64 = 100;
 /// Coordinator writes in flight per partition.
 const WRITES_INFLIGHT_MAX: u64 = 1024;
-/// How long a coordinator write may wait for the ISR.
-pub const WRITE_TIMEOUT_MS: u64 = 5_000;
+pub use crate::coordinator_log::WRITE_TIMEOUT_MS;
 
 /// A loaded partition: its groups, and the leader epoch they were loaded
 /// under (`None` for a standalone broker).
@@ -66,31 +58,8 @@ pub trait GroupHost {
     fn cluster_meta(&self) -> Arc<ClusterMeta>;
 }
 
-/// Where a coordinator write goes.
-pub enum Sink {
-    Log(Rc<PartitionLog>, LeaderEpoch),
-    Replica(Rc<LocalReplica>),
-}
-
-impl Sink {
-    fn log(&self) -> &Rc<PartitionLog> {
-        match self {
-            Sink::Log(log, _) => log,
-            Sink::Replica(r) => r.log(),
-        }
-    }
-
-    fn epoch(&self) -> Option<LeaderEpoch> {
-        match self {
-            Sink::Log(..) => None,
-            Sink::Replica(r) => Some(r.leader_epoch()),
-        }
-    }
-}
-
-/// A record as read back: key and value, either possibly null.
-type ReadRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
-/// A record to write: key, and value or `None` for a tombstone.
+pub use crate::coordinator_log::Sink;
+use crate::coordinator_log::{Loaded, Writer};
 pub use ferrite_groups::KeyValue;
 
 type Waiters<T> = RefCell<BTreeMap<(String, String), oneshot::Sender<T>>>;
@@ -224,26 +193,29 @@ impl GroupCoordinator {
 
     async fn load(&self, log: &Rc<PartitionLog>, p: i32) -> Result<PartitionGroups, GroupError> {
         let start = std::time::Instant::now();
-        let end = log.log_end_offset();
-        let mut at = log.log_start_offset();
-        let mut records: Vec<ReadRecord> = Vec::new();
-        while at < end {
-            let read = log
-                .read(at, LOAD_READ_BYTES, end, SizeLimit::AtLeastOneBatch)
-                .await
-                .map_err(|e| load_failed(p, &e))?;
-            if matches!(read.region, ReadRegion::Empty) || read.next_offset <= at {
-                break;
+        let loaded = crate::coordinator_log::read_all(log, OFFSETS_TOPIC)
+            .await
+            .map_err(|e| load_failed(p, &e))?;
+        let items = loaded.iter().flat_map(|b| -> Box<dyn Iterator<Item = Replayed<'_>>> {
+            match b {
+                Loaded::Records { transaction, records } => Box::new(records.iter().map(move |(k, v)| {
+                    let (k, v) = (k.as_deref(), v.as_deref());
+                    match transaction {
+                        Some(pid) => Replayed::Transactional(*pid, k, v),
+                        None => Replayed::Record(k, v),
+                    }
+                })),
+                Loaded::Marker { producer_id, result } => Box::new(std::iter::once(Replayed::Marker(
+                    *producer_id,
+                    *result == Marker::Commit,
+                ))),
             }
-            let chunk = read.to_vec().await.map_err(|e| load_failed(p, &e))?;
-            collect_records(&chunk, &mut records);
-            at = read.next_offset;
-        }
-        let (groups, report) =
-            PartitionGroups::replay(records.iter().map(|(k, v)| (k.as_deref(), v.as_deref())), self.now());
+        });
+        let (groups, report) = PartitionGroups::replay(items, self.now());
         tracing::info!(
             partition = p,
             groups = groups.groups.len(),
+            open_transactions = groups.pending_txns.len(),
             records = report.records,
             skipped = report.skipped,
             ms = start.elapsed().as_millis() as u64,
@@ -259,6 +231,28 @@ impl GroupCoordinator {
         Ok(f(&mut slot.groups))
     }
 
+    /// A producer's transaction ended with a marker on partition `p`: its
+    /// pending offsets count if it committed. A partition not loaded here
+    /// replays the marker when it loads.
+    pub fn end_txn(&self, p: i32, producer_id: ferrite_engine::ProducerId, commit: bool) {
+        let _ = self.with_groups(p, |pg| pg.end_txn(producer_id, commit));
+    }
+
+    /// The partitions of `group` that an open transaction holds an offset
+    /// of (empty when the group's partition is not loaded).
+    pub fn pending_offsets(&self, group: &str) -> std::collections::BTreeSet<(String, i32)> {
+        let p = self.partition_of(group);
+        self.with_groups(p, |pg| {
+            pg.pending_txns
+                .values()
+                .flatten()
+                .filter(|o| o.group == group)
+                .map(|o| (o.topic.clone(), o.partition))
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
     /// Every loaded partition's number.
     pub fn loaded_partitions(&self) -> Vec<i32> {
         self.slots.borrow().keys().copied().collect()
@@ -267,39 +261,18 @@ impl GroupCoordinator {
     /// Appends records (key, value or `None` for a tombstone) to partition
     /// `p`; returns once durable as the broker defines it (the ISR has them
     /// in a cluster). Writers go through [`GroupCoordinator::write`].
-    async fn append(&self, host: &dyn GroupHost, p: i32, records: Vec<KeyValue>) -> Result<(), GroupError> {
+    async fn append(
+        &self,
+        host: &dyn GroupHost,
+        p: i32,
+        records: Vec<KeyValue>,
+        writer: Writer,
+    ) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
         }
         let sink = host.offsets_sink(p)?;
-        let recs: Vec<Record<'_>> = records
-            .iter()
-            .enumerate()
-            .map(|(i, (k, v))| Record {
-                offset_delta: i as i32,
-                timestamp_delta: 0,
-                key: Some(k),
-                value: v.as_deref(),
-                headers: Vec::new(),
-            })
-            .collect();
-        let bytes = batch::build_batch_of_records(Offset(0), TimestampMs(wall_ms()), &recs);
-        let bytes = BytesMut::from(&bytes[..]);
-        let result = match &sink {
-            Sink::Log(log, epoch) => log
-                .append(bytes, AppendMode::Leader { epoch: *epoch })
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-            Sink::Replica(r) => {
-                let deadline = self.now().plus_ms(WRITE_TIMEOUT_MS);
-                r.produce(bytes, Acks::All, deadline)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-        };
-        result.map_err(|e| {
+        sink.append(&records, writer, self.now()).await.map_err(|e| {
             tracing::warn!(partition = p, error = %e, "group coordinator write failed");
             GroupError::CoordinatorNotAvailable
         })
@@ -331,7 +304,26 @@ impl GroupCoordinator {
             .acquire_permit(1)
             .await
             .map_err(|_| GroupError::CoordinatorNotAvailable)?;
-        self.append(host, p, records).await?;
+        self.append(host, p, records, Writer::Coordinator).await?;
+        self.with_groups(p, apply)
+    }
+
+    /// Appends a producer's transactional `records` (TxnOffsetCommit) to
+    /// partition `p` and, once durable, applies `apply`. A producer of an
+    /// older epoch than the partition knows is refused.
+    pub async fn write_txn(
+        &self,
+        host: &dyn GroupHost,
+        p: i32,
+        (records, writer): (Vec<KeyValue>, Writer),
+        apply: impl FnOnce(&mut PartitionGroups),
+    ) -> Result<(), GroupError> {
+        let gate = self.gate(p);
+        let _permit = gate
+            .acquire_permit(1)
+            .await
+            .map_err(|_| GroupError::CoordinatorNotAvailable)?;
+        self.append(host, p, records, writer).await?;
         self.with_groups(p, apply)
     }
 
@@ -447,48 +439,6 @@ impl GroupCoordinator {
             for g in groups {
                 self.settle(host, p, &g).await;
             }
-        }
-    }
-}
-
-/// The (key, value) pairs of every data batch in `chunk` (whole batches as
-/// the log returned them), decompressing where needed.
-fn collect_records(chunk: &[u8], out: &mut Vec<ReadRecord>) {
-    let mut pos = 0;
-    while pos + HEADER_BYTES <= chunk.len() {
-        let Ok(info) = batch::validate(&chunk[pos..], chunk.len() - pos, Validation::Stored) else {
-            tracing::warn!(
-                position = pos,
-                "unreadable batch in __consumer_offsets; the rest of the read is skipped"
-            );
-            return;
-        };
-        let body = &chunk[pos + HEADER_BYTES..pos + info.size];
-        pos += info.size;
-        if info.is_control {
-            continue;
-        }
-        let plain;
-        let body = if info.compression == Compression::None {
-            body
-        } else {
-            match ferrite_engine::compression::decompress(info.compression, body, LOAD_DECOMPRESSED_BYTES_MAX) {
-                Ok(p) => {
-                    plain = p;
-                    &plain[..]
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "undecompressable batch in __consumer_offsets skipped");
-                    continue;
-                }
-            }
-        };
-        match decode_records(body, info.record_count) {
-            Ok(rs) => out.extend(
-                rs.into_iter()
-                    .map(|r| (r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec))),
-            ),
-            Err(e) => tracing::warn!(error = %e, "undecodable records in __consumer_offsets skipped"),
         }
     }
 }

@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::coordinator::{wall_ms, GroupCoordinator, GroupHost};
+use crate::coordinator_log::Writer;
 use ferrite_groups::error::GroupError;
 use ferrite_groups::group::{GroupState, JoinAnswer, JoinRequest, Outcome, SyncAnswer, SyncRequest};
 use ferrite_groups::offsets_format::{encode_key, encode_offset, CommittedOffset, RecordKey};
+use ferrite_groups::partition_state::PendingOffset;
 
 /// One partition's offset in an OffsetCommit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +32,8 @@ pub struct Committer {
 }
 
 pub type PartitionResults = Vec<(String, i32, Result<(), GroupError>)>;
+/// An offset as written: its partition and value.
+type Written = ((String, i32), CommittedOffset);
 
 /// A member as DescribeGroups shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,6 +178,29 @@ impl GroupCoordinator {
             None => Err(GroupError::IllegalGeneration),
         })?;
         checked?;
+        let (mut results, records, written) = self.offset_records(host, group, entries);
+        let written = self
+            .write(host, p, records, |pg| {
+                let entry = pg.get_or_create(group);
+                entry.offsets.extend(written);
+            })
+            .await;
+        if let Err(e) = written {
+            for r in results.iter_mut().filter(|r| r.2.is_ok()) {
+                r.2 = Err(e);
+            }
+        }
+        Ok(results)
+    }
+
+    /// The records of an offset commit, each partition's check, and what
+    /// the written records hold.
+    fn offset_records(
+        &self,
+        host: &dyn GroupHost,
+        group: &str,
+        entries: Vec<CommitEntry>,
+    ) -> (PartitionResults, Vec<super::KeyValue>, Vec<Written>) {
         let meta = host.cluster_meta();
         let stamp = wall_ms();
         let mut results = Vec::with_capacity(entries.len());
@@ -206,13 +233,47 @@ impl GroupCoordinator {
             }
             results.push((c.topic, c.partition, check));
         }
-        let written = self
-            .write(host, p, records, |pg| {
-                let entry = pg.get_or_create(group);
-                entry.offsets.extend(written);
+        (results, records, written)
+    }
+
+    /// TxnOffsetCommit: a producer's offsets, written as part of its
+    /// transaction; they count once its commit marker reaches this
+    /// partition (`end_txn`). A member's generation is checked when given.
+    pub async fn txn_commit(
+        &self,
+        host: &dyn GroupHost,
+        group: &str,
+        (who, producer): (Committer, Writer),
+        entries: Vec<CommitEntry>,
+    ) -> Result<PartitionResults, GroupError> {
+        let Writer::Transaction { producer_id, .. } = producer else {
+            return Err(GroupError::CoordinatorNotAvailable);
+        };
+        let p = self.partition_of(group);
+        self.ensure_loaded(host, p).await?;
+        let now = self.now();
+        if who.generation >= 0 {
+            let checked = self.with_groups(p, |pg| match pg.groups.get_mut(group) {
+                Some(e) => e
+                    .group
+                    .check_commit(&who.member_id, who.instance_id.as_deref(), who.generation, now),
+                None => Err(GroupError::IllegalGeneration),
+            })?;
+            checked?;
+        }
+        let (mut results, records, written) = self.offset_records(host, group, entries);
+        let pending = written.into_iter().map(|((topic, partition), offset)| PendingOffset {
+            group: group.to_string(),
+            topic,
+            partition,
+            offset,
+        });
+        let done = self
+            .write_txn(host, p, (records, producer), |pg| {
+                pg.pending_txns.entry(producer_id).or_default().extend(pending);
             })
             .await;
-        if let Err(e) = written {
+        if let Err(e) = done {
             for r in results.iter_mut().filter(|r| r.2.is_ok()) {
                 r.2 = Err(e);
             }

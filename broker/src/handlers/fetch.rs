@@ -14,14 +14,17 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use ferrite_engine::{EngineError, LeaderEpoch, Offset, PartitionLog, ReadRegion, ShardId, SizeLimit, TopicPartition};
+use ferrite_engine::{
+    EngineError, LeaderEpoch, Offset, PartitionLog, ProducerId, ReadRegion, ShardId, SizeLimit, TopicPartition,
+};
 use ferrite_replication::{BrokerId, RoleKind};
 
 use super::fetch_wait::{generation_on_owner, Fetcher, Watches};
+use super::list_offsets::last_stable;
 use crate::error_map;
 use crate::shard::BrokerShard;
 use ferrite_protocol::errors::ErrorCode;
-use ferrite_protocol::fetch::{encode_response, FetchPartitionResponse, FetchRequest, FetchTopicResponse};
+use ferrite_protocol::fetch::{encode_response, FetchPartitionResponse, FetchRequest, FetchTopicResponse, Isolation};
 use ferrite_protocol::response::{Chunk, FileChunk, ResponseBuilder};
 
 /// Largest fetch response, whatever the request asks (Kafka's broker
@@ -31,6 +34,9 @@ pub const FETCH_RESPONSE_BYTES_MAX: u64 = 55 << 20;
 struct PartRead {
     error: ErrorCode,
     high_watermark: Offset,
+    last_stable: Offset,
+    /// A `read_committed` read's aborted transactions (`None` otherwise).
+    aborted: Option<Vec<(ProducerId, Offset)>>,
     log_start: Offset,
     chunks: Vec<Chunk>,
     bytes: u64,
@@ -62,6 +68,7 @@ struct Requester {
     /// The requester's current leader epoch (`None`: not checked).
     current_leader_epoch: Option<LeaderEpoch>,
     fetch_offset: Offset,
+    isolation: Isolation,
 }
 
 /// Where a read may go.
@@ -118,8 +125,26 @@ struct Found {
 }
 
 /// A partition read on the shard that owns it: what it found (or the
-/// error to answer), the HW and log start to report.
-type OwnerRead = (Result<Found, ErrorCode>, Offset, Offset);
+/// error to answer), and the offsets to report.
+type OwnerRead = (Result<Found, ErrorCode>, Reported);
+
+/// The offsets a partition's answer reports, and a `read_committed`
+/// read's aborted transactions.
+struct Reported {
+    hw: Offset,
+    last_stable: Offset,
+    log_start: Offset,
+    aborted: Option<Vec<(ProducerId, Offset)>>,
+}
+
+impl Reported {
+    const NONE: Reported = Reported {
+        hw: Offset::NONE,
+        last_stable: Offset::NONE,
+        log_start: Offset::NONE,
+        aborted: None,
+    };
+}
 
 async fn read_here(
     s: &BrokerShard,
@@ -131,9 +156,21 @@ async fn read_here(
 ) -> Result<OwnerRead, EngineError> {
     let (log, read_to, hw) = match read_bounds(s, tp, who).await {
         Ok(b) => b,
-        Err(code) => return Ok((Err(code), Offset::NONE, Offset::NONE)),
+        Err(code) => return Ok((Err(code), Reported::NONE)),
     };
-    let start = log.log_start_offset();
+    let mut reported = Reported {
+        hw,
+        last_stable: last_stable(&log, hw),
+        log_start: log.log_start_offset(),
+        aborted: None,
+    };
+    // A read_committed consumer reads below the LSO (a follower reads
+    // everything: it replicates, it does not consume).
+    let committed = who.isolation == Isolation::ReadCommitted && who.replica.is_none();
+    let read_to = match read_to {
+        ReadTo::Below(upper) if committed => ReadTo::Below(upper.min(reported.last_stable)),
+        other => other,
+    };
     let limit = if first {
         SizeLimit::AtLeastOneBatch
     } else {
@@ -145,8 +182,11 @@ async fn read_here(
     };
     let read = match read {
         Ok(r) => r,
-        Err(e) => return Ok((Err(error_map::engine(&e)), hw, start)),
+        Err(e) => return Ok((Err(error_map::engine(&e)), reported)),
     };
+    if committed {
+        reported.aborted = Some(log.aborted_transactions(offset, read.next_offset));
+    }
     let cut = read.next_offset < end;
     let chunks = match read.region {
         ReadRegion::Empty => Vec::new(),
@@ -177,7 +217,7 @@ async fn read_here(
             })]
         }
     };
-    Ok((Ok(Found { chunks, cut }), hw, start))
+    Ok((Ok(Found { chunks, cut }), reported))
 }
 
 async fn read_on_owner(
@@ -205,10 +245,12 @@ async fn read_on_owner(
             read_here(&s, &tp, offset, max, first, who).await.map(|r| (r, seen))
         })
         .await;
-    let failed = |error, high_watermark, log_start, seen: Option<u64>| PartRead {
+    let failed = |error, reported: Reported, seen: Option<u64>| PartRead {
         error,
-        high_watermark,
-        log_start,
+        high_watermark: reported.hw,
+        last_stable: reported.last_stable,
+        aborted: None,
+        log_start: reported.log_start,
         chunks: Vec::new(),
         bytes: 0,
         available: 0,
@@ -216,12 +258,14 @@ async fn read_on_owner(
         remote_seen: seen.map(|g| (owner, g)),
     };
     match result {
-        Ok(Ok(((Ok(found), hw, start), seen))) => {
+        Ok(Ok(((Ok(found), reported), seen))) => {
             let bytes = found.chunks.iter().map(Chunk::len).sum();
             PartRead {
                 error: ErrorCode::None,
-                high_watermark: hw,
-                log_start: start,
+                high_watermark: reported.hw,
+                last_stable: reported.last_stable,
+                aborted: reported.aborted,
+                log_start: reported.log_start,
                 chunks: found.chunks,
                 bytes,
                 available: available_bytes(bytes, max, found.cut),
@@ -229,8 +273,8 @@ async fn read_on_owner(
                 remote_seen: seen.map(|g| (owner, g)),
             }
         }
-        Ok(Ok(((Err(error), hw, start), seen))) => failed(error, hw, start, seen),
-        Ok(Err(e)) | Err(e) => failed(error_map::engine(&e), Offset::NONE, Offset::NONE, None),
+        Ok(Ok(((Err(error), reported), seen))) => failed(error, reported, seen),
+        Ok(Err(e)) | Err(e) => failed(error_map::engine(&e), Reported::NONE, None),
     }
 }
 
@@ -331,6 +375,7 @@ impl FetchPass {
                 replica: (f.replica_id >= 0).then_some(BrokerId(f.replica_id)),
                 current_leader_epoch: (p.current_leader_epoch.0 >= 0).then_some(p.current_leader_epoch),
                 fetch_offset: p.fetch_offset,
+                isolation: f.isolation,
             },
         }
     }
@@ -355,8 +400,9 @@ impl FetchPass {
             index: p.partition,
             error: read.error.code(),
             high_watermark: read.high_watermark,
-            last_stable_offset: read.high_watermark,
+            last_stable_offset: read.last_stable,
             log_start_offset: read.log_start,
+            aborted_transactions: read.aborted,
             records: read.chunks,
         };
     }
@@ -386,6 +432,8 @@ impl PartitionRead {
             PartitionRead::Unknown => PartRead {
                 error: ErrorCode::UnknownTopicOrPartition,
                 high_watermark: Offset::NONE,
+                last_stable: Offset::NONE,
+                aborted: None,
                 log_start: Offset::NONE,
                 chunks: Vec::new(),
                 bytes: 0,
@@ -419,6 +467,7 @@ pub(crate) fn unanswered(f: &FetchRequest) -> Vec<FetchTopicResponse> {
                     high_watermark: Offset::NONE,
                     last_stable_offset: Offset::NONE,
                     log_start_offset: Offset::NONE,
+                    aborted_transactions: None,
                     records: Vec::new(),
                 })
                 .collect(),
@@ -480,7 +529,11 @@ async fn fetch_once(shard: &Rc<BrokerShard>, f: &FetchRequest) -> FetchPass {
         // Something to read that did not fit (a consumer reads below the
         // high watermark it is told).
         let p = &f.topics[ti].partitions[pi];
-        let more_there = read.high_watermark > p.fetch_offset;
+        let visible = match f.isolation {
+            Isolation::ReadCommitted => read.last_stable,
+            Isolation::ReadUncommitted => read.high_watermark,
+        };
+        let more_there = visible > p.fetch_offset;
         let nothing_but_could = first_now && i > 0 && read.bytes == 0 && read.error == ErrorCode::None && more_there;
         let too_much = read.bytes > max && !(first_now && i == 0);
         if nothing_but_could || too_much {
@@ -561,6 +614,7 @@ fn refused_partition(index: i32) -> FetchPartitionResponse {
         high_watermark: Offset::NONE,
         last_stable_offset: Offset::NONE,
         log_start_offset: Offset::NONE,
+        aborted_transactions: None,
         records: Vec::new(),
     }
 }

@@ -56,6 +56,7 @@ struct Held {
     topic: String,
     asked: FetchPartition,
     high_watermark: Offset,
+    last_stable: Offset,
     log_start: Offset,
 }
 
@@ -243,6 +244,7 @@ impl FetchSessions {
             for p in &t.partitions {
                 if let Some(at) = s.places.get(&t.topic, p.index) {
                     s.partitions[at].high_watermark = p.high_watermark;
+                    s.partitions[at].last_stable = p.last_stable_offset;
                     s.partitions[at].log_start = p.log_start_offset;
                 }
             }
@@ -288,6 +290,7 @@ impl Session {
                             asked: p.clone(),
                             // Never answered: the first answer always names it.
                             high_watermark: Offset::NONE,
+                            last_stable: Offset::NONE,
                             log_start: Offset::NONE,
                         });
                     }
@@ -344,12 +347,14 @@ impl Session {
                     continue;
                 };
                 let held = &mut self.partitions[at];
-                let moved = held.high_watermark != p.high_watermark || held.log_start != p.log_start_offset;
+                let moved = held.high_watermark != p.high_watermark
+                    || held.last_stable != p.last_stable_offset
+                    || held.log_start != p.log_start_offset;
                 if moved || p.error != 0 || !p.records.is_empty() {
-                    (held.high_watermark, held.log_start) = if p.error == 0 {
-                        (p.high_watermark, p.log_start_offset)
+                    (held.high_watermark, held.last_stable, held.log_start) = if p.error == 0 {
+                        (p.high_watermark, p.last_stable_offset, p.log_start_offset)
                     } else {
-                        (Offset::NONE, Offset::NONE)
+                        (Offset::NONE, Offset::NONE, Offset::NONE)
                     };
                     if !p.records.is_empty() {
                         sent_records.push(at);

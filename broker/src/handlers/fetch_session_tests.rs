@@ -18,7 +18,7 @@ fn request(session_id: i32, session_epoch: i32, topics: &[(&str, &[(i32, i64)])]
         max_wait_ms: 0,
         min_bytes: 1,
         max_bytes: 1 << 20,
-        isolation_level: 0,
+        isolation: ferrite_protocol::fetch::Isolation::ReadUncommitted,
         session_id,
         session_epoch,
         topics: topics

@@ -276,6 +276,7 @@ fn answer_of(q: &Quiet, partition: i32) -> FetchPartitionResponse {
         high_watermark: q.hw,
         last_stable_offset: q.hw,
         log_start_offset: q.log_start,
+        aborted_transactions: None,
         records: Vec::new(),
     }
 }

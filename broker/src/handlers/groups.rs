@@ -52,7 +52,7 @@ fn gate(access: &Access, op: Operation, group: &str) -> Result<(), GroupError> {
 
 /// Runs `f` with the coordinator of `group`'s partition, on its shard, if
 /// the caller passed its `gate`.
-async fn on_coordinator<R, F, Fut>(
+pub(crate) async fn on_coordinator<R, F, Fut>(
     shard: &Rc<BrokerShard>,
     gate: Result<(), GroupError>,
     group: &str,
@@ -72,23 +72,52 @@ where
         .map_err(|_| GroupError::CoordinatorNotAvailable)
 }
 
-/// Creates `__consumer_offsets` if it does not exist yet, as Kafka does on
-/// the first FindCoordinator.
-async fn ensure_offsets_topic(shard: &Rc<BrokerShard>) -> Result<(), GroupError> {
-    if shard.meta().topic(OFFSETS_TOPIC).is_some() {
+/// The coordinators' internal topics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Internal {
+    ConsumerOffsets,
+    TransactionState,
+}
+
+impl Internal {
+    pub fn name(self) -> &'static str {
+        match self {
+            Internal::ConsumerOffsets => OFFSETS_TOPIC,
+            Internal::TransactionState => ferrite_transactions::TRANSACTION_STATE_TOPIC,
+        }
+    }
+}
+
+/// Creates an internal topic if it does not exist yet, as Kafka does on
+/// the first FindCoordinator (or InitProducerId) that needs it.
+pub(crate) async fn ensure_internal_topic(shard: &Rc<BrokerShard>, which: Internal) -> Result<(), GroupError> {
+    if shard.meta().topic(which.name()).is_some() {
         return Ok(());
     }
     let live = shard.meta().brokers.len().max(1) as i16;
-    let o = &shard.config.offsets;
     let mut configs = BTreeMap::new();
-    configs.insert("segment.bytes".to_string(), o.segment_bytes.to_string());
     // As Kafka: the log cleaner keeps each key's latest record.
     configs.insert("cleanup.policy".to_string(), "compact".to_string());
+    let (count, replication_factor) = match which {
+        Internal::ConsumerOffsets => {
+            let o = &shard.config.offsets;
+            configs.insert("segment.bytes".to_string(), o.segment_bytes.to_string());
+            (o.partitions, o.replication_factor)
+        }
+        Internal::TransactionState => {
+            let t = &shard.config.transactions;
+            let rf = t.replication_factor.clamp(1, live);
+            configs.insert("segment.bytes".to_string(), t.segment_bytes.to_string());
+            let min_isr = t.min_insync_replicas.clamp(1, i32::from(rf));
+            configs.insert("min.insync.replicas".to_string(), min_isr.to_string());
+            (t.partitions, t.replication_factor)
+        }
+    };
     let op = AdminOp::CreateTopic {
-        name: OFFSETS_TOPIC.to_string(),
+        name: which.name().to_string(),
         placement: Placement::Spread {
-            count: o.partitions,
-            replication_factor: o.replication_factor.clamp(1, live),
+            count,
+            replication_factor: replication_factor.clamp(1, live),
         },
         configs,
         validate_only: false,
@@ -96,7 +125,7 @@ async fn ensure_offsets_topic(shard: &Rc<BrokerShard>) -> Result<(), GroupError>
     match shard.admin(op).await {
         Ok(_) | Err(AdminError::Controller(ControllerError::TopicExists { .. })) => Ok(()),
         Err(e) => {
-            tracing::warn!(error = %e, "creating __consumer_offsets failed");
+            tracing::warn!(topic = which.name(), error = %e, "creating an internal topic failed");
             Err(GroupError::CoordinatorNotAvailable)
         }
     }
@@ -118,15 +147,36 @@ pub async fn find_coordinator(
         host: String::new(),
         port: -1,
     };
-    if req.key_type != gm::KEY_TYPE_GROUP {
-        resp.error_code = ErrorCode::InvalidRequest.code();
-        resp.error_message = Some("transactions are not supported".into());
-        resp.encode(&mut b.w, v);
-        return;
-    }
-    let located = match gate(access, Operation::Describe, &req.key) {
-        Ok(()) => locate(shard, &req.key, listener).await,
-        Err(e) => Err(e),
+    let located = match req.key_type {
+        gm::KEY_TYPE_GROUP => match gate(access, Operation::Describe, &req.key) {
+            Ok(()) => {
+                locate(
+                    shard,
+                    Internal::ConsumerOffsets,
+                    shard.groups.partition_of(&req.key),
+                    listener,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        },
+        gm::KEY_TYPE_TRANSACTION => {
+            use ferrite_security::acl::ResourceType;
+            if access.allows(Operation::Describe, ResourceType::TransactionalId, &req.key) {
+                let p = shard.transactions.partition_of(&req.key);
+                locate(shard, Internal::TransactionState, p, listener).await
+            } else {
+                resp.error_code = ErrorCode::TransactionalIdAuthorizationFailed.code();
+                resp.encode(&mut b.w, v);
+                return;
+            }
+        }
+        _ => {
+            resp.error_code = ErrorCode::InvalidRequest.code();
+            resp.error_message = Some(format!("unknown coordinator key type {}", req.key_type));
+            resp.encode(&mut b.w, v);
+            return;
+        }
     };
     match located {
         Ok((node_id, host, port)) => {
@@ -142,19 +192,19 @@ pub async fn find_coordinator(
     resp.encode(&mut b.w, v);
 }
 
-/// The broker leading the group's partition of `__consumer_offsets`.
+/// The broker leading partition `p` of a coordinator's internal topic.
 /// Its address is the one for `listener`, the listener the asking client
 /// came in on.
 async fn locate(
     shard: &Rc<BrokerShard>,
-    group: &str,
+    which: Internal,
+    p: i32,
     listener: ListenerIndex,
 ) -> Result<(i32, String, i32), GroupError> {
-    ensure_offsets_topic(shard).await?;
-    let p = shard.groups.partition_of(group);
+    ensure_internal_topic(shard, which).await?;
     let meta = shard.meta();
     let leader = meta
-        .topic(OFFSETS_TOPIC)
+        .topic(which.name())
         .and_then(|t| t.partition(p))
         .and_then(|pm| pm.leader)
         .ok_or(GroupError::CoordinatorNotAvailable)?;
@@ -340,7 +390,7 @@ pub async fn leave_group(
 }
 
 /// Per-topic results in request order, from (topic, partition, result).
-fn by_topic(results: Vec<(String, i32, Result<(), GroupError>)>) -> Vec<go::OffsetTopicResult> {
+pub(crate) fn by_topic(results: Vec<(String, i32, Result<(), GroupError>)>) -> Vec<go::OffsetTopicResult> {
     TopicPartitions::from_runs(results.into_iter().map(|(topic, partition, r)| {
         let entry = go::OffsetPartitionResult {
             partition_index: partition,
@@ -350,7 +400,7 @@ fn by_topic(results: Vec<(String, i32, Result<(), GroupError>)>) -> Vec<go::Offs
     }))
 }
 
-fn all_failed(topics: &[(String, Vec<i32>)], e: GroupError) -> Vec<(String, i32, Result<(), GroupError>)> {
+pub(crate) fn all_failed(topics: &[(String, Vec<i32>)], e: GroupError) -> Vec<(String, i32, Result<(), GroupError>)> {
     topics
         .iter()
         .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p, Err(e))))
@@ -440,12 +490,21 @@ pub async fn offset_fetch(
     let group = req.group_id.clone();
     let gated = gate(access, Operation::Describe, &req.group_id);
     let result = on_coordinator(shard, gated, &req.group_id, move |s| async move {
-        s.groups.fetch_offsets(&*s, &group, asked).await
+        let found = s.groups.fetch_offsets(&*s, &group, asked).await?;
+        Ok((found, s.groups.pending_offsets(&group)))
     })
     .await
     .and_then(|r| r);
+    // A partition an open transaction holds an offset of is unstable for a
+    // caller asking for stable offsets (KIP-447: it retries).
+    let mut unstable = std::collections::BTreeSet::new();
     let (error, found) = match result {
-        Ok(found) => (0, found),
+        Ok((found, pending)) => {
+            if req.require_stable {
+                unstable = pending;
+            }
+            (0, found)
+        }
         Err(e) => {
             let code = error_map::group(e).code();
             let all = wanted.unwrap_or_default();
@@ -465,8 +524,13 @@ pub async fn offset_fetch(
         })
         .filter(|(_, _, _, described)| !every || *described);
     let topics = TopicPartitions::from_runs(found.map(|(topic, partition, o, described)| {
-        let o = o.filter(|_| described);
-        let denied = (!described).then_some(ErrorCode::TopicAuthorizationFailed.code());
+        let is_unstable = unstable.contains(&(topic.clone(), partition));
+        let o = o.filter(|_| described && !is_unstable);
+        let denied = match (described, is_unstable) {
+            (false, _) => Some(ErrorCode::TopicAuthorizationFailed.code()),
+            (true, true) => Some(ErrorCode::UnstableOffsetCommit.code()),
+            (true, false) => None,
+        };
         let entry = go::OffsetFetchPartitionResult {
             partition_index: partition,
             committed_offset: o.as_ref().map_or(Offset::NONE, |o| Offset(o.offset)),
@@ -654,9 +718,25 @@ pub async fn delete_groups(
     .encode(&mut b.w, v);
 }
 
-/// InitProducerId for an idempotent producer: a fresh producer id at epoch
+/// InitProducerId v4 is the first to know PRODUCER_FENCED.
+const PRODUCER_FENCED_FROM: i16 = 4;
+
+/// A producer id nobody else has, for a transactional id's first producer.
+pub(crate) async fn fresh_producer_id(shard: &Rc<BrokerShard>) -> Result<ProducerId, ferrite_transactions::TxnError> {
+    shard
+        .producer_ids
+        .next(|| reserve_producer_ids(shard))
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "no producer id");
+            ferrite_transactions::TxnError::CoordinatorNotAvailable
+        })
+}
+
+/// InitProducerId: for an idempotent producer a fresh producer id at epoch
 /// 0 (a producer asking to bump its epoch gets a fresh id too, as Kafka
-/// does without a transactional id). Transactions are refused.
+/// does without a transactional id); with a transactional id, the
+/// transaction coordinator's answer.
 pub async fn init_producer_id(
     shard: &Rc<BrokerShard>,
     access: &Access,
@@ -679,7 +759,14 @@ pub async fn init_producer_id(
         Some(id) if !access.allows(Operation::Write, ResourceType::TransactionalId, id) => {
             refused(ErrorCode::TransactionalIdAuthorizationFailed)
         }
-        Some(_) => refused(ErrorCode::InvalidRequest),
+        Some(id) => match crate::handlers::transactions::init_producer_id(shard, access, id.clone(), &req).await {
+            Ok((producer_id, producer_epoch)) => InitProducerIdResponse {
+                error_code: 0,
+                producer_id,
+                producer_epoch,
+            },
+            Err(e) => refused(error_map::txn(e, v, PRODUCER_FENCED_FROM)),
+        },
         None if !idempotent => refused(ErrorCode::ClusterAuthorizationFailed),
         None => match shard.producer_ids.next(|| reserve_producer_ids(shard)).await {
             Ok(id) => InitProducerIdResponse {

@@ -9,6 +9,7 @@ use ferrite_engine::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
 use crate::error_map;
 use crate::shard::BrokerShard;
 use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::fetch::Isolation;
 use ferrite_protocol::list_offsets::{
     encode_response, ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsTopicResponse, DEBUGGING_REPLICA_ID,
     EARLIEST, LATEST, MAX_TIMESTAMP,
@@ -18,17 +19,23 @@ use ferrite_protocol::response::ResponseBuilder;
 /// (offset, timestamp) for one query, on the owning shard. In a cluster
 /// only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere, so clients
 /// refresh their metadata), fenced by the request's leader epoch, and
-/// "latest" is the high watermark (consumers see nothing above it).
+/// "latest" is the high watermark (consumers see nothing above it), or
+/// for `read_committed` the last stable offset; timestamps are looked up
+/// below the same bound.
 async fn lookup(
     shard: &Rc<BrokerShard>,
     tp: TopicPartition,
     timestamp: i64,
-    current_leader_epoch: Option<LeaderEpoch>,
+    (current_leader_epoch, isolation): (Option<LeaderEpoch>, Isolation),
 ) -> Result<(i64, i64), ErrorCode> {
     let owner = shard.owner(&tp);
     shard
         .run_on(owner, move |s: Rc<BrokerShard>| async move {
-            let (log, end) = leader_log(&s, &tp, current_leader_epoch)?;
+            let (log, hw) = leader_log(&s, &tp, current_leader_epoch)?;
+            let end = match isolation {
+                Isolation::ReadCommitted => last_stable(&log, hw),
+                Isolation::ReadUncommitted => hw,
+            };
             Ok(match timestamp {
                 EARLIEST => (log.log_start_offset().0, -1),
                 LATEST => (end.0, -1),
@@ -52,6 +59,12 @@ async fn lookup(
         })
         .await
         .map_err(|e| error_map::engine(&e))?
+}
+
+/// The last stable offset (Kafka's LSO): the HW, or below it the first
+/// offset of a transaction still open.
+pub(super) fn last_stable(log: &ferrite_engine::PartitionLog, hw: Offset) -> Offset {
+    log.first_unstable_offset().map_or(hw, |first| first.min(hw))
 }
 
 /// The log a client's request about `tp` reads, on its owning shard, and
@@ -178,7 +191,7 @@ async fn look_up(shard: &Rc<BrokerShard>, l: ListOffsetsRequest, v: i16) -> Vec<
             } else {
                 let tp = TopicPartition::new(t.name.clone(), p.index);
                 let epoch = (p.current_leader_epoch.0 >= 0).then_some(p.current_leader_epoch);
-                match lookup(shard, tp, p.timestamp, epoch).await {
+                match lookup(shard, tp, p.timestamp, (epoch, l.isolation)).await {
                     Ok((offset, ts)) => {
                         r.offset = Offset(offset);
                         r.timestamp = TimestampMs(ts);

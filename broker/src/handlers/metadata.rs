@@ -66,7 +66,7 @@ fn entry(meta: &ClusterMeta, name: &str) -> Option<TopicEntry> {
         error: 0,
         name: Some(t.name.clone()),
         id: t.id,
-        is_internal: t.name == crate::groups::OFFSETS_TOPIC,
+        is_internal: t.name == crate::groups::OFFSETS_TOPIC || t.name == ferrite_transactions::TRANSACTION_STATE_TOPIC,
         partitions: t
             .partitions
             .iter()

@@ -12,13 +12,14 @@ pub use fetch_session::FetchSessions;
 mod fetch_wait;
 mod follower_view;
 pub use follower_view::FollowerViews;
-mod groups;
+pub(crate) mod groups;
 mod inter_broker;
 mod list_offsets;
 mod metadata;
 mod produce;
 pub mod sasl;
 pub mod scram_users;
+pub(crate) mod transactions;
 
 use std::rc::Rc;
 
@@ -172,6 +173,27 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: &Caller, mut ef
     Reply::of(b)
 }
 
+/// The transaction requests.
+async fn transaction_request(
+    shard: &Rc<BrokerShard>,
+    access: &access::Access,
+    body: RequestBody,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    use transactions as t;
+    match body {
+        RequestBody::AddPartitionsToTxn(r) => Box::pin(t::add_partitions_to_txn(shard, access, r, v, b)).await,
+        RequestBody::AddOffsetsToTxn(r) => Box::pin(t::add_offsets_to_txn(shard, access, r, v, b)).await,
+        RequestBody::EndTxn(r) => Box::pin(t::end_txn(shard, access, r, v, b)).await,
+        RequestBody::WriteTxnMarkers(r) => Box::pin(t::write_txn_markers(shard, access, r, v, b)).await,
+        RequestBody::TxnOffsetCommit(r) => Box::pin(t::txn_offset_commit(shard, access, r, v, b)).await,
+        RequestBody::DescribeTransactions(r) => Box::pin(t::describe_transactions(shard, access, r, v, b)).await,
+        RequestBody::ListTransactions(r) => Box::pin(t::list_transactions(shard, access, r, v, b)).await,
+        _ => unreachable!("only transaction requests come here"),
+    }
+}
+
 /// The administrative, inter-broker and security requests (dispatch's
 /// other half); `Some` for a reply of its own instead of `b`.
 async fn admin_request(
@@ -206,6 +228,13 @@ async fn admin_request(
         RequestBody::AlterUserScramCredentials(a) => Box::pin(scram_users::alter(shard, access, a, b)).await,
         RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, access, e, v, b)).await,
         RequestBody::DeleteRecords(d) => Box::pin(delete_records::delete_records(shard, access, d, v, b)).await,
+        txn @ (RequestBody::AddPartitionsToTxn(_)
+        | RequestBody::AddOffsetsToTxn(_)
+        | RequestBody::EndTxn(_)
+        | RequestBody::WriteTxnMarkers(_)
+        | RequestBody::TxnOffsetCommit(_)
+        | RequestBody::DescribeTransactions(_)
+        | RequestBody::ListTransactions(_)) => Box::pin(transaction_request(shard, access, txn, v, b)).await,
         // Dispatch's own.
         RequestBody::ApiVersions(_)
         | RequestBody::Metadata(_)

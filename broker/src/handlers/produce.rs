@@ -192,6 +192,14 @@ pub async fn produce(
     effect: &mut Effect,
 ) -> bool {
     let acks_ok = (-1..=1).contains(&p.acks);
+    // A transactional producer needs Write on its transactional id.
+    let txn_refused = p.transactional_id.as_deref().is_some_and(|id| {
+        !access.allows(
+            Operation::Write,
+            ferrite_security::acl::ResourceType::TransactionalId,
+            id,
+        )
+    });
     let acks = (p.acks, p.timeout_ms);
     let mut topics = Vec::with_capacity(p.topics.len().min(1024));
     let mut appends = Vec::new();
@@ -233,15 +241,20 @@ pub async fn produce(
             let known = topic.and_then(|x| x.partition(index));
             let ready = match (acks_ok, known, part.records) {
                 (false, _, _) => Err(failed(index, ErrorCode::InvalidRequiredAcks, None)),
+                _ if txn_refused => Err(failed(index, ErrorCode::TransactionalIdAuthorizationFailed, None)),
                 _ if !writable => Err(failed(index, ErrorCode::TopicAuthorizationFailed, None)),
-                // The group coordinator writes its own topic; a client's
+                // The coordinators write their own topics; a client's
                 // records there would be replayed as commits (Kafka refuses
                 // them too).
-                _ if t.name == crate::groups::OFFSETS_TOPIC => Err(failed(
-                    index,
-                    ErrorCode::InvalidTopicException,
-                    Some("producing to an internal topic is not allowed".into()),
-                )),
+                _ if t.name == crate::groups::OFFSETS_TOPIC
+                    || t.name == ferrite_transactions::TRANSACTION_STATE_TOPIC =>
+                {
+                    Err(failed(
+                        index,
+                        ErrorCode::InvalidTopicException,
+                        Some("producing to an internal topic is not allowed".into()),
+                    ))
+                }
                 _ if !valid_name => Err(failed(index, ErrorCode::InvalidTopicException, None)),
                 (_, None, _) => Err(failed(index, ErrorCode::UnknownTopicOrPartition, None)),
                 (_, Some(_), None) => Err(failed(index, ErrorCode::CorruptMessage, Some("null record set".into()))),

@@ -1,0 +1,187 @@
+//! Transaction markers: a coordinator's COMMIT or ABORT written to each
+//! partition of a transaction, by the partition's leader. Partitions this
+//! broker leads (every partition, standalone) are written on their shards;
+//! the others' leaders get a WriteTxnMarkers request. A marker on a
+//! `__consumer_offsets` partition also ends the transaction's pending
+//! offsets in the group coordinator.
+//!
+//! Markers are written with acks=all in a cluster; a partition that is
+//! gone (its topic deleted) needs none; any other failure is retried by
+//! the caller until the coordinator stops being one.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use ferrite_engine::txn_state::Marker;
+use ferrite_engine::{LeaderEpoch, TopicPartition};
+use ferrite_groups::OFFSETS_TOPIC;
+use ferrite_protocol::errors::ErrorCode;
+use ferrite_protocol::topic_partitions::TopicPartitions;
+use ferrite_protocol::write_txn_markers::{
+    WritableTxnMarker, WriteTxnMarkersRequest, WriteTxnMarkersResponse, API_KEY, VERSION_MAX,
+};
+use ferrite_replication::{BrokerId, RoleKind};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+
+use crate::coordinator_log::{Sink, TxnMarker};
+use crate::shard::BrokerShard;
+
+/// Largest WriteTxnMarkers answer read from a leader.
+const RESPONSE_BYTES_MAX: usize = 16 << 20;
+/// How long a leader may take to answer WriteTxnMarkers.
+const REMOTE_TIMEOUT_MS: u64 = 30_000;
+
+/// Writes `marker` to each of `partitions`; returns those to try again.
+pub async fn write_all(
+    shard: &Rc<BrokerShard>,
+    marker: TxnMarker,
+    partitions: Vec<TopicPartition>,
+) -> Vec<TopicPartition> {
+    let meta = shard.meta();
+    let me = shard.broker_id();
+    let mut by_leader: BTreeMap<Option<BrokerId>, Vec<TopicPartition>> = BTreeMap::new();
+    for tp in partitions {
+        let leader = match shard.replicas {
+            None => Some(me),
+            Some(_) => meta
+                .topic(&tp.topic)
+                .and_then(|t| t.partition(tp.partition))
+                .and_then(|pm| pm.leader),
+        };
+        by_leader.entry(leader).or_default().push(tp);
+    }
+    let mut left = Vec::new();
+    for (leader, tps) in by_leader {
+        match leader {
+            Some(l) if l == me => {
+                for tp in tps {
+                    let code = write_on_owner(shard, tp.clone(), marker).await;
+                    if retriable(code) {
+                        tracing::debug!(%tp, error = ?code, "transaction marker not written yet");
+                        left.push(tp);
+                    }
+                }
+            }
+            Some(l) => left.extend(write_remote(shard, l, marker, tps).await),
+            // No leader right now, or no longer in the metadata: a topic
+            // deleted needs no marker; one without a leader waits.
+            None => left.extend(tps.into_iter().filter(|tp| meta.topic(&tp.topic).is_some())),
+        }
+    }
+    left
+}
+
+fn retriable(code: ErrorCode) -> bool {
+    !matches!(code, ErrorCode::None | ErrorCode::UnknownTopicOrPartition)
+}
+
+/// Writes `marker` to `tp` on the shard that owns it, here.
+pub async fn write_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, marker: TxnMarker) -> ErrorCode {
+    let owner = shard.owner(&tp);
+    shard
+        .run_on(owner, move |s: Rc<BrokerShard>| async move {
+            write_here(&s, &tp, marker).await
+        })
+        .await
+        .unwrap_or(ErrorCode::NotLeaderOrFollower)
+}
+
+async fn write_here(s: &Rc<BrokerShard>, tp: &TopicPartition, marker: TxnMarker) -> ErrorCode {
+    let sink = match &s.replicas {
+        Some(replicas) => match replicas.get(tp) {
+            Some(r) if r.role() == RoleKind::Leader => Sink::Replica(r),
+            Some(_) => return ErrorCode::NotLeaderOrFollower,
+            None => return ErrorCode::UnknownTopicOrPartition,
+        },
+        None => match s.served_log(tp) {
+            Ok(log) => Sink::Log(log, LeaderEpoch(0)),
+            Err(code) => return code,
+        },
+    };
+    if let Err(e) = sink.append_marker(marker, s.transactions.now()).await {
+        tracing::warn!(%tp, producer_id = %marker.producer_id, error = %e, "transaction marker write failed");
+        return if e.contains("epoch") {
+            ErrorCode::InvalidProducerEpoch
+        } else {
+            ErrorCode::NotEnoughReplicas
+        };
+    }
+    if tp.topic == OFFSETS_TOPIC {
+        s.groups
+            .end_txn(tp.partition, marker.producer_id, marker.result == Marker::Commit);
+    }
+    ErrorCode::None
+}
+
+/// Sends WriteTxnMarkers for `tps` to `leader`; returns the partitions to
+/// try again.
+async fn write_remote(
+    shard: &Rc<BrokerShard>,
+    leader: BrokerId,
+    marker: TxnMarker,
+    tps: Vec<TopicPartition>,
+) -> Vec<TopicPartition> {
+    let request = WriteTxnMarkersRequest {
+        markers: vec![WritableTxnMarker {
+            producer_id: marker.producer_id,
+            producer_epoch: marker.producer_epoch,
+            transaction_result: marker.result == Marker::Commit,
+            topics: TopicPartitions::from_runs(tps.iter().map(|tp| (tp.topic.clone(), tp.partition))),
+            coordinator_epoch: marker.coordinator_epoch,
+        }],
+    };
+    let call = call_leader(shard, leader, &request);
+    let timeout = glommio::timer::sleep(Duration::from_millis(REMOTE_TIMEOUT_MS));
+    let answer = futures_lite::future::or(async { Some(call.await) }, async {
+        timeout.await;
+        None
+    })
+    .await;
+    match answer {
+        Some(Ok(response)) => {
+            let mut left = Vec::new();
+            for m in response.markers {
+                for t in m.topics {
+                    for p in t.partitions {
+                        let done = [ErrorCode::None.code(), ErrorCode::UnknownTopicOrPartition.code()];
+                        if !done.contains(&p.error_code) {
+                            left.push(TopicPartition::new(t.topic.clone(), p.partition_index));
+                        }
+                    }
+                }
+            }
+            left
+        }
+        Some(Err(e)) => {
+            tracing::debug!(%leader, error = %e, "WriteTxnMarkers failed");
+            tps
+        }
+        None => tps,
+    }
+}
+
+async fn call_leader(
+    shard: &Rc<BrokerShard>,
+    leader: BrokerId,
+    request: &WriteTxnMarkersRequest,
+) -> std::io::Result<WriteTxnMarkersResponse> {
+    use ferrite_client::codec::{frame, invalid_data, response_body, response_len};
+    let cluster = shard.cluster().ok_or_else(|| invalid_data("not in a cluster"))?;
+    let b = cluster
+        .endpoint(leader)
+        .ok_or_else(|| invalid_data("no address for the leader"))?;
+    let mut stream = glommio::net::TcpStream::connect(format!("{}:{}", b.host, b.port)).await?;
+    let _ = stream.set_nodelay(true);
+    let bytes = frame(API_KEY, VERSION_MAX, 1, "ferrite-txn-coordinator", |w| {
+        request.encode(w, VERSION_MAX)
+    });
+    stream.write_all(&bytes).await?;
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).await?;
+    let len = response_len(size, RESPONSE_BYTES_MAX)?;
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).await?;
+    let mut r = response_body(body, 1, true)?;
+    WriteTxnMarkersResponse::decode(&mut r, VERSION_MAX).map_err(invalid_data)
+}

@@ -1,0 +1,39 @@
+//! The transaction coordinator (KIP-98): the per-shard driver that loads
+//! `__transaction_state` partitions and writes their records
+//! ([`coordinator`]), and the transaction markers it sends to the
+//! partitions of a transaction ([`markers`]). The state and its
+//! transitions are in `ferrite-transactions`.
+
+pub mod coordinator;
+pub mod markers;
+
+pub use coordinator::TxnCoordinator;
+pub use ferrite_transactions::{TxnConfig, TxnError, TRANSACTION_STATE_TOPIC};
+
+use std::rc::Rc;
+
+use crate::shard::BrokerShard;
+
+/// How often a shard looks for `__transaction_state` partitions it now
+/// serves (a coordinator that takes over completes what was decided).
+const LOAD_CHECK_MS: u64 = 500;
+
+/// The shard's transaction clock: loads what this shard now serves every
+/// [`LOAD_CHECK_MS`], and aborts what is past its timeout every
+/// `transaction.abort.timed.out.transaction.cleanup.interval.ms`. Ends
+/// when the broker stops.
+pub async fn run_clock(shard: Rc<BrokerShard>) {
+    let expire_every = std::time::Duration::from_millis(shard.transactions.config.abort_check_interval_ms.max(1));
+    let mut expired_at = std::time::Instant::now();
+    while !shard.stopping.get() {
+        glommio::timer::sleep(std::time::Duration::from_millis(
+            LOAD_CHECK_MS.min(expire_every.as_millis() as u64),
+        ))
+        .await;
+        shard.transactions.load_served(&shard).await;
+        if expired_at.elapsed() >= expire_every {
+            expired_at = std::time::Instant::now();
+            shard.transactions.abort_expired(&shard).await;
+        }
+    }
+}
