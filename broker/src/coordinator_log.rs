@@ -12,6 +12,7 @@ use ferrite_engine::log_read::{ReadRegion, SizeLimit};
 use ferrite_engine::record::{decode_records, Record};
 use ferrite_engine::txn_state::{self, Marker};
 use ferrite_engine::{AppendMode, EngineError, LeaderEpoch, Offset, PartitionLog, ProducerId, TimestampMs};
+use ferrite_protocol::errors::ErrorCode;
 use ferrite_replication::{Acks, LocalReplica, MonoMs};
 
 /// Bytes read per step while loading a partition.
@@ -63,8 +64,9 @@ impl Sink {
     }
 
     /// Appends `records` as one batch; returns once durable as the broker
-    /// defines it (the ISR has them in a cluster).
-    pub async fn append(&self, records: &[KeyValue], writer: Writer, now: MonoMs) -> Result<(), String> {
+    /// defines it (the ISR has them in a cluster). A failure is the Kafka
+    /// error it would be for a producer (logged here with its cause).
+    pub async fn append(&self, records: &[KeyValue], writer: Writer, now: MonoMs) -> Result<(), ErrorCode> {
         let bytes = batch_of(records, writer);
         let mode = |epoch| match writer {
             Writer::Coordinator => AppendMode::Leader { epoch },
@@ -74,7 +76,7 @@ impl Sink {
     }
 
     /// Appends a transaction marker of a producer.
-    pub async fn append_marker(&self, marker: TxnMarker, now: MonoMs) -> Result<(), String> {
+    pub async fn append_marker(&self, marker: TxnMarker, now: MonoMs) -> Result<(), ErrorCode> {
         let bytes = txn_state::marker_batch(
             marker.producer_id,
             marker.producer_epoch,
@@ -95,20 +97,23 @@ impl Sink {
         bytes: BytesMut,
         mode: impl Fn(LeaderEpoch) -> AppendMode,
         now: MonoMs,
-    ) -> Result<(), String> {
+    ) -> Result<(), ErrorCode> {
+        let tp = self.log().topic_partition().clone();
         match self {
-            Sink::Log(log, epoch) => log
-                .append(bytes, mode(*epoch))
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
+            Sink::Log(log, epoch) => log.append(bytes, mode(*epoch)).await.map(|_| ()).map_err(|e| {
+                tracing::warn!(%tp, error = %e, "coordinator write failed");
+                crate::error_map::engine(&e)
+            }),
             Sink::Replica(r) => {
                 let deadline = now.plus_ms(WRITE_TIMEOUT_MS);
                 let appended = match mode(r.leader_epoch()) {
                     AppendMode::Coordinator { .. } => r.write_markers(bytes, deadline).await,
                     _ => r.produce(bytes, Acks::All, deadline).await,
                 };
-                appended.map(|_| ()).map_err(|e| e.to_string())
+                appended.map(|_| ()).map_err(|e| {
+                    tracing::warn!(%tp, error = %e, "coordinator write failed");
+                    crate::error_map::replica_op(&e)
+                })
             }
         }
     }

@@ -3,7 +3,7 @@
 //! ZooKeeper through the cluster thread, or from shard 0's embedded store.
 //! A block is used up before the next is reserved; ids of a block left
 //! unused at a restart are skipped, never reused. Where a block comes from
-//! is the caller's (`handlers::groups::reserve_producer_ids`).
+//! is the caller's (`handlers::init_producer_id::reserve_producer_ids`).
 
 use std::cell::Cell;
 use std::future::Future;

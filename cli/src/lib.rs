@@ -2,8 +2,8 @@
 //! `topics` (`kafka-topics.sh`), `configs` (`kafka-configs.sh`), `groups`
 //! (`kafka-consumer-groups.sh`), `leaders` (`kafka-leader-election.sh`),
 //! `partitions` (`kafka-reassign-partitions.sh --zookeeper`), `users`
-//! (`kafka-configs.sh --entity-type users`: SCRAM credentials) and `acls`
-//! (`kafka-acls.sh`). Each is a clap
+//! (`kafka-configs.sh --entity-type users`: SCRAM credentials), `acls`
+//! (`kafka-acls.sh`) and `transactions` (`kafka-transactions.sh`). Each is a clap
 //! subcommand and a `run` function over the client; the `ferrite` binary
 //! (in `ferrite-broker`) parses them and runs them.
 //!
@@ -20,6 +20,7 @@ pub mod configs;
 pub mod delete_records;
 pub mod groups;
 pub mod topics;
+pub mod transactions;
 pub mod users;
 
 use clap::Subcommand;
@@ -75,6 +76,14 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: users::UsersCommand,
     },
+    /// Transactions: list, describe, like kafka-transactions.sh (over the Kafka protocol).
+    Transactions {
+        /// A broker to talk to (may also follow the subcommand).
+        #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(subcommand)]
+        command: transactions::TransactionsCommand,
+    },
     /// Partition reassignment in a cluster (through ZooKeeper).
     Partitions {
         #[command(subcommand)]
@@ -104,6 +113,9 @@ impl AdminCommand {
             }
             AdminCommand::Users { bootstrap, command } => {
                 users::run(&bootstrap, command, out).map_err(|e| format!("users: {e}"))
+            }
+            AdminCommand::Transactions { bootstrap, command } => {
+                transactions::run(&bootstrap, command, out).map_err(|e| format!("transactions: {e}"))
             }
             AdminCommand::Partitions { command } => {
                 cluster::run_partitions(command, out).map_err(|e| format!("partitions: {e}"))

@@ -65,105 +65,119 @@ pub struct ReplayReport {
 
 type OffsetsByGroup = BTreeMap<String, BTreeMap<(String, i32), CommittedOffset>>;
 
+/// What a replay has gathered so far.
+#[derive(Default)]
+struct Replay {
+    offsets: OffsetsByGroup,
+    snapshots: BTreeMap<String, GroupSnapshot>,
+    pending: BTreeMap<ProducerId, Vec<PendingOffset>>,
+    report: ReplayReport,
+}
+
+impl Replay {
+    fn marker(&mut self, producer_id: ProducerId, commit: bool) {
+        let ended = self.pending.remove(&producer_id).unwrap_or_default();
+        for p in ended.into_iter().filter(|_| commit) {
+            self.offsets
+                .entry(p.group)
+                .or_default()
+                .insert((p.topic, p.partition), p.offset);
+        }
+    }
+
+    fn record(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, producer: Option<ProducerId>) {
+        self.report.records += 1;
+        let Some(key) = key.and_then(|k| decode_key(k).ok()) else {
+            self.report.skipped += 1;
+            return;
+        };
+        let Ok(record) = decode_value(&key, value) else {
+            self.report.skipped += 1;
+            return;
+        };
+        match (key, record, producer) {
+            (
+                RecordKey::Offset {
+                    group,
+                    topic,
+                    partition,
+                },
+                OffsetsRecord::Offset(offset),
+                Some(pid),
+            ) => {
+                let pending = PendingOffset {
+                    group,
+                    topic,
+                    partition,
+                    offset,
+                };
+                self.pending.entry(pid).or_default().push(pending);
+            }
+            (
+                RecordKey::Offset {
+                    group,
+                    topic,
+                    partition,
+                },
+                OffsetsRecord::Offset(o),
+                None,
+            ) => {
+                self.offsets.entry(group).or_default().insert((topic, partition), o);
+            }
+            (
+                RecordKey::Offset {
+                    group,
+                    topic,
+                    partition,
+                },
+                OffsetsRecord::Tombstone,
+                None,
+            ) => {
+                if let Some(g) = self.offsets.get_mut(&group) {
+                    g.remove(&(topic, partition));
+                }
+            }
+            (RecordKey::Group { group }, OffsetsRecord::Group(s), None) => {
+                self.snapshots.insert(group, s);
+            }
+            (RecordKey::Group { group }, OffsetsRecord::Tombstone, None) => {
+                self.snapshots.remove(&group);
+                self.offsets.remove(&group);
+            }
+            _ => self.report.skipped += 1,
+        }
+    }
+}
+
 impl PartitionGroups {
     /// Rebuilds the state from the partition's log, oldest first. Records
     /// that do not decode are skipped and counted; a transaction's offsets
     /// count at its commit marker.
     pub fn replay<'a>(items: impl Iterator<Item = Replayed<'a>>, now: MonoMs) -> (PartitionGroups, ReplayReport) {
-        let mut offsets: OffsetsByGroup = BTreeMap::new();
-        let mut snapshots: BTreeMap<String, GroupSnapshot> = BTreeMap::new();
-        let mut pending: BTreeMap<ProducerId, Vec<PendingOffset>> = BTreeMap::new();
-        let mut report = ReplayReport::default();
+        let mut r = Replay::default();
         for item in items {
-            let (key, value, producer) = match item {
-                Replayed::Record(k, v) => (k, v, None),
-                Replayed::Transactional(pid, k, v) => (k, v, Some(pid)),
-                Replayed::Marker(pid, commit) => {
-                    for p in pending.remove(&pid).unwrap_or_default().into_iter().filter(|_| commit) {
-                        offsets
-                            .entry(p.group)
-                            .or_default()
-                            .insert((p.topic, p.partition), p.offset);
-                    }
-                    continue;
-                }
-            };
-            report.records += 1;
-            let Some(key) = key.and_then(|k| decode_key(k).ok()) else {
-                report.skipped += 1;
-                continue;
-            };
-            let Ok(record) = decode_value(&key, value) else {
-                report.skipped += 1;
-                continue;
-            };
-            match (key, record, producer) {
-                (
-                    RecordKey::Offset {
-                        group,
-                        topic,
-                        partition,
-                    },
-                    OffsetsRecord::Offset(o),
-                    Some(pid),
-                ) => {
-                    pending.entry(pid).or_default().push(PendingOffset {
-                        group,
-                        topic,
-                        partition,
-                        offset: o,
-                    });
-                }
-                (
-                    RecordKey::Offset {
-                        group,
-                        topic,
-                        partition,
-                    },
-                    OffsetsRecord::Offset(o),
-                    None,
-                ) => {
-                    offsets.entry(group).or_default().insert((topic, partition), o);
-                }
-                (
-                    RecordKey::Offset {
-                        group,
-                        topic,
-                        partition,
-                    },
-                    OffsetsRecord::Tombstone,
-                    None,
-                ) => {
-                    if let Some(g) = offsets.get_mut(&group) {
-                        g.remove(&(topic, partition));
-                    }
-                }
-                (RecordKey::Group { group }, OffsetsRecord::Group(s), None) => {
-                    snapshots.insert(group, s);
-                }
-                (RecordKey::Group { group }, OffsetsRecord::Tombstone, None) => {
-                    snapshots.remove(&group);
-                    offsets.remove(&group);
-                }
-                _ => report.skipped += 1,
+            match item {
+                Replayed::Record(k, v) => r.record(k, v, None),
+                Replayed::Transactional(pid, k, v) => r.record(k, v, Some(pid)),
+                Replayed::Marker(pid, commit) => r.marker(pid, commit),
             }
         }
         let mut state = PartitionGroups {
-            pending_txns: pending,
+            pending_txns: r.pending,
             ..PartitionGroups::default()
         };
-        for (id, snap) in snapshots {
+        for (id, snap) in r.snapshots {
             let entry = state.groups.entry(id.clone()).or_insert_with(|| GroupEntry::new(&id));
             entry.group = Group::from_snapshot(&id, snap, now);
         }
-        for (id, offs) in offsets {
+        for (id, offs) in r.offsets {
             if offs.is_empty() {
                 continue;
             }
             let entry = state.groups.entry(id.clone()).or_insert_with(|| GroupEntry::new(&id));
             entry.offsets = offs;
         }
-        (state, report)
+        (state, r.report)
     }
 
     /// A producer's transaction ended (its marker is in the log): its

@@ -272,10 +272,10 @@ impl GroupCoordinator {
             return Ok(());
         }
         let sink = host.offsets_sink(p)?;
-        sink.append(&records, writer, self.now()).await.map_err(|e| {
-            tracing::warn!(partition = p, error = %e, "group coordinator write failed");
-            GroupError::CoordinatorNotAvailable
-        })
+        // The cause is logged by the sink.
+        sink.append(&records, writer, self.now())
+            .await
+            .map_err(|_| GroupError::CoordinatorNotAvailable)
     }
 
     /// The write gate of partition `p`: every write holds one permit from

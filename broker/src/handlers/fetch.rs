@@ -188,14 +188,21 @@ async fn read_here(
         reported.aborted = Some(log.aborted_transactions(offset, read.next_offset));
     }
     let cut = read.next_offset < end;
-    let chunks = match read.region {
+    let chunks = chunks_of(s, read.region, read.bytes)?;
+    Ok((Ok(Found { chunks, cut }), reported))
+}
+
+/// What a read found, as response chunks: cached batches, or a region of
+/// a segment file (its descriptor duplicated) sent later.
+fn chunks_of(s: &BrokerShard, region: ReadRegion, bytes: u64) -> Result<Vec<Chunk>, EngineError> {
+    Ok(match region {
         ReadRegion::Empty => Vec::new(),
         ReadRegion::Cached(batches) => {
-            crate::metrics::fetch_read(crate::metrics::FetchSource::Memory, read.bytes);
+            crate::metrics::fetch_read(crate::metrics::FetchSource::Memory, bytes);
             batches.into_iter().map(Chunk::Bytes).collect()
         }
         ReadRegion::File(region) => {
-            crate::metrics::fetch_read(crate::metrics::FetchSource::File, read.bytes);
+            crate::metrics::fetch_read(crate::metrics::FetchSource::File, bytes);
             let fd = dup(region.file.fd()).map_err(|e| EngineError::Io {
                 op: "dup segment descriptor",
                 path: region.file.path().to_path_buf(),
@@ -216,8 +223,7 @@ async fn read_here(
                 truncations_quiet: region.truncations_quiet,
             })]
         }
-    };
-    Ok((Ok(Found { chunks, cut }), reported))
+    })
 }
 
 async fn read_on_owner(

@@ -12,11 +12,9 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
 
-use ferrite_controller::producer_ids::ProducerIdBlock;
 use ferrite_controller::ControllerError;
-use ferrite_ids::{LeaderEpoch, Offset, ProducerId, ShardId};
+use ferrite_ids::{LeaderEpoch, Offset};
 
-use crate::cluster::ClusterRequest;
 use crate::error_map;
 use crate::groups::ops::{CommitEntry, Committer};
 use crate::groups::{GroupError, OFFSETS_TOPIC};
@@ -407,47 +405,81 @@ pub(crate) fn all_failed(topics: &[(String, Vec<i32>)], e: GroupError) -> Vec<(S
         .collect()
 }
 
-pub async fn offset_commit(
-    shard: &Rc<BrokerShard>,
+/// A committed partition of OffsetCommit or TxnOffsetCommit.
+pub(crate) trait CommittedPartition {
+    fn index(&self) -> i32;
+    fn entry(self, topic: &str) -> CommitEntry;
+}
+
+impl CommittedPartition for go::OffsetCommitPartition {
+    fn index(&self) -> i32 {
+        self.partition_index
+    }
+
+    fn entry(self, topic: &str) -> CommitEntry {
+        CommitEntry {
+            topic: topic.to_string(),
+            partition: self.partition_index,
+            offset: self.committed_offset.0,
+            leader_epoch: self.committed_leader_epoch.0,
+            metadata: self.committed_metadata,
+        }
+    }
+}
+
+impl CommittedPartition for ferrite_protocol::txn_offset_commit::TxnOffsetCommitPartition {
+    fn index(&self) -> i32 {
+        self.partition_index
+    }
+
+    fn entry(self, topic: &str) -> CommitEntry {
+        CommitEntry {
+            topic: topic.to_string(),
+            partition: self.partition_index,
+            offset: self.committed_offset.0,
+            leader_epoch: self.committed_leader_epoch.0,
+            metadata: self.committed_metadata,
+        }
+    }
+}
+
+/// Topics and their partitions, as named.
+pub(crate) type Named = Vec<(String, Vec<i32>)>;
+
+/// A commit's partitions split by whether the caller may read their topic
+/// (the others are answered TOPIC_AUTHORIZATION_FAILED): those asked and
+/// readable, those refused, and the entries to commit.
+pub(crate) fn commit_entries<P: CommittedPartition>(
+    topics: Vec<TopicPartitions<P>>,
     access: &Access,
-    req: go::OffsetCommitRequest,
-    v: i16,
-    b: &mut ResponseBuilder,
-) {
-    // Topics the caller may not read are answered TOPIC_AUTHORIZATION_FAILED.
-    let mut req = req;
-    let (readable, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut req.topics)
+) -> (Named, Named, Vec<CommitEntry>) {
+    let (readable, refused): (Vec<_>, Vec<_>) = topics
         .into_iter()
         .partition(|t| access.allows_topic(Operation::Read, &t.topic));
-    req.topics = readable;
-    let refused: Vec<(String, Vec<i32>)> = refused
-        .into_iter()
-        .map(|t| (t.topic, t.partitions.iter().map(|p| p.partition_index).collect()))
-        .collect();
-    let asked: Vec<(String, Vec<i32>)> = req
-        .topics
-        .iter()
-        .map(|t| {
-            (
-                t.topic.clone(),
-                t.partitions.iter().map(|p| p.partition_index).collect(),
-            )
-        })
-        .collect();
-    let entries: Vec<CommitEntry> = req
-        .topics
+    let named = |ts: &[TopicPartitions<P>]| -> Named {
+        ts.iter()
+            .map(|t| (t.topic.clone(), t.partitions.iter().map(P::index).collect()))
+            .collect()
+    };
+    let (asked, refused) = (named(&readable), named(&refused));
+    let entries = readable
         .into_iter()
         .flat_map(|t| {
             let topic = t.topic;
-            t.partitions.into_iter().map(move |p| CommitEntry {
-                topic: topic.clone(),
-                partition: p.partition_index,
-                offset: p.committed_offset.0,
-                leader_epoch: p.committed_leader_epoch.0,
-                metadata: p.committed_metadata,
-            })
+            t.partitions.into_iter().map(move |p| p.entry(&topic))
         })
         .collect();
+    (asked, refused, entries)
+}
+
+pub async fn offset_commit(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    mut req: go::OffsetCommitRequest,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    let (asked, refused, entries) = commit_entries(std::mem::take(&mut req.topics), access);
     let who = Committer {
         member_id: req.member_id,
         instance_id: req.group_instance_id,
@@ -525,20 +557,7 @@ pub async fn offset_fetch(
         .filter(|(_, _, _, described)| !every || *described);
     let topics = TopicPartitions::from_runs(found.map(|(topic, partition, o, described)| {
         let is_unstable = unstable.contains(&(topic.clone(), partition));
-        let o = o.filter(|_| described && !is_unstable);
-        let denied = match (described, is_unstable) {
-            (false, _) => Some(ErrorCode::TopicAuthorizationFailed.code()),
-            (true, true) => Some(ErrorCode::UnstableOffsetCommit.code()),
-            (true, false) => None,
-        };
-        let entry = go::OffsetFetchPartitionResult {
-            partition_index: partition,
-            committed_offset: o.as_ref().map_or(Offset::NONE, |o| Offset(o.offset)),
-            committed_leader_epoch: o.as_ref().map_or(LeaderEpoch::NONE, |o| LeaderEpoch(o.leader_epoch)),
-            metadata: Some(o.map(|o| o.metadata).unwrap_or_default()),
-            // Below v2 there is no group-level error: each partition has it.
-            error_code: denied.unwrap_or(if v < 2 { error } else { 0 }),
-        };
+        let entry = fetched_partition(partition, o, (described, is_unstable), if v < 2 { error } else { 0 });
         (topic, entry)
     }));
     go::OffsetFetchResponse {
@@ -547,6 +566,31 @@ pub async fn offset_fetch(
         error_code: error,
     }
     .encode(&mut b.w, v);
+}
+
+/// One partition's OffsetFetch answer: its committed offset, unless the
+/// caller may not describe its topic or a transaction holds its offset
+/// (`described`, `unstable`); `error` where no other applies (below v2
+/// there is no group-level error: each partition has it).
+fn fetched_partition(
+    partition: i32,
+    o: Option<ferrite_groups::offsets_format::CommittedOffset>,
+    (described, unstable): (bool, bool),
+    error: i16,
+) -> go::OffsetFetchPartitionResult {
+    let o = o.filter(|_| described && !unstable);
+    let denied = match (described, unstable) {
+        (false, _) => Some(ErrorCode::TopicAuthorizationFailed.code()),
+        (true, true) => Some(ErrorCode::UnstableOffsetCommit.code()),
+        (true, false) => None,
+    };
+    go::OffsetFetchPartitionResult {
+        partition_index: partition,
+        committed_offset: o.as_ref().map_or(Offset::NONE, |o| Offset(o.offset)),
+        committed_leader_epoch: o.as_ref().map_or(LeaderEpoch::NONE, |o| LeaderEpoch(o.leader_epoch)),
+        metadata: Some(o.map(|o| o.metadata).unwrap_or_default()),
+        error_code: denied.unwrap_or(error),
+    }
 }
 
 pub async fn offset_delete(
@@ -716,89 +760,4 @@ pub async fn delete_groups(
         results,
     }
     .encode(&mut b.w, v);
-}
-
-/// InitProducerId v4 is the first to know PRODUCER_FENCED.
-const PRODUCER_FENCED_FROM: i16 = 4;
-
-/// A producer id nobody else has, for a transactional id's first producer.
-pub(crate) async fn fresh_producer_id(shard: &Rc<BrokerShard>) -> Result<ProducerId, ferrite_transactions::TxnError> {
-    shard
-        .producer_ids
-        .next(|| reserve_producer_ids(shard))
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "no producer id");
-            ferrite_transactions::TxnError::CoordinatorNotAvailable
-        })
-}
-
-/// InitProducerId: for an idempotent producer a fresh producer id at epoch
-/// 0 (a producer asking to bump its epoch gets a fresh id too, as Kafka
-/// does without a transactional id); with a transactional id, the
-/// transaction coordinator's answer.
-pub async fn init_producer_id(
-    shard: &Rc<BrokerShard>,
-    access: &Access,
-    req: ferrite_protocol::init_producer_id::InitProducerIdRequest,
-    v: i16,
-    b: &mut ResponseBuilder,
-) {
-    use ferrite_protocol::init_producer_id::InitProducerIdResponse;
-    use ferrite_security::acl::ResourceType;
-    let refused = |code: ErrorCode| InitProducerIdResponse {
-        error_code: code.code(),
-        producer_id: ProducerId::NONE,
-        producer_epoch: -1,
-    };
-    // An idempotent producer needs IdempotentWrite on the cluster, or Write
-    // on some topic (KIP-679).
-    let idempotent =
-        access.allows_cluster(Operation::IdempotentWrite) || access.allows_any(Operation::Write, ResourceType::Topic);
-    let answer = match &req.transactional_id {
-        Some(id) if !access.allows(Operation::Write, ResourceType::TransactionalId, id) => {
-            refused(ErrorCode::TransactionalIdAuthorizationFailed)
-        }
-        Some(id) => match crate::handlers::transactions::init_producer_id(shard, access, id.clone(), &req).await {
-            Ok((producer_id, producer_epoch)) => InitProducerIdResponse {
-                error_code: 0,
-                producer_id,
-                producer_epoch,
-            },
-            Err(e) => refused(error_map::txn(e, v, PRODUCER_FENCED_FROM)),
-        },
-        None if !idempotent => refused(ErrorCode::ClusterAuthorizationFailed),
-        None => match shard.producer_ids.next(|| reserve_producer_ids(shard)).await {
-            Ok(id) => InitProducerIdResponse {
-                error_code: 0,
-                producer_id: id,
-                producer_epoch: 0,
-            },
-            Err(e) => {
-                tracing::warn!(error = %e, "no producer id");
-                refused(ErrorCode::CoordinatorNotAvailable)
-            }
-        },
-    };
-    answer.encode(&mut b.w, v);
-}
-
-/// The next block of producer ids for this shard: from ZooKeeper through
-/// the cluster thread, or from shard 0's embedded store.
-async fn reserve_producer_ids(shard: &Rc<BrokerShard>) -> Result<ProducerIdBlock, String> {
-    if let Some(cluster) = shard.cluster() {
-        let answer = cluster
-            .ask(|reply| ClusterRequest::AllocateProducerIds { reply })
-            .await
-            .ok_or_else(|| "the cluster thread is gone".to_string())?;
-        return answer.map_err(|e| e.to_string());
-    }
-    let reserved = shard
-        .handle
-        .submit(ShardId(0), |zero: Rc<BrokerShard>| async move {
-            zero.allocate_producer_ids().map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    reserved
 }

@@ -13,6 +13,7 @@ mod fetch_wait;
 mod follower_view;
 pub use follower_view::FollowerViews;
 pub(crate) mod groups;
+pub(crate) mod init_producer_id;
 mod inter_broker;
 mod list_offsets;
 mod metadata;
@@ -142,7 +143,9 @@ async fn dispatch(shard: &Rc<BrokerShard>, req: Request, caller: &Caller, mut ef
         RequestBody::ListOffsets(l) => {
             Box::pin(list_offsets::list_offsets(shard, &access, l, v, flexible, &mut b)).await
         }
-        RequestBody::InitProducerId(i) => Box::pin(groups::init_producer_id(shard, &access, i, v, &mut b)).await,
+        RequestBody::InitProducerId(i) => {
+            Box::pin(init_producer_id::init_producer_id(shard, &access, i, v, &mut b)).await
+        }
         RequestBody::FindCoordinator(f) => {
             Box::pin(groups::find_coordinator(shard, &access, f, caller.listener, v, &mut b)).await
         }

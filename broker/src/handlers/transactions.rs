@@ -25,9 +25,9 @@ use ferrite_transactions::{TxnError, TxnStatus};
 
 use crate::coordinator_log::{TxnMarker, Writer};
 use crate::error_map;
-use crate::groups::ops::{CommitEntry, Committer};
+use crate::groups::ops::Committer;
 use crate::handlers::access::Access;
-use crate::handlers::groups::{all_failed, by_topic, on_coordinator};
+use crate::handlers::groups::{all_failed, by_topic, commit_entries, on_coordinator};
 use crate::shard::BrokerShard;
 
 /// The first version of AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and
@@ -246,38 +246,9 @@ pub async fn txn_offset_commit(
 async fn commit_on_group_coordinator(
     shard: &Rc<BrokerShard>,
     access: &Access,
-    req: TxnOffsetCommitRequest,
+    mut req: TxnOffsetCommitRequest,
 ) -> Vec<(String, i32, Result<(), ferrite_groups::GroupError>)> {
-    let (readable, refused): (Vec<_>, Vec<_>) = req
-        .topics
-        .into_iter()
-        .partition(|t| access.allows_topic(Operation::Read, &t.topic));
-    let refused: Vec<(String, Vec<i32>)> = refused
-        .into_iter()
-        .map(|t| (t.topic, t.partitions.iter().map(|p| p.partition_index).collect()))
-        .collect();
-    let asked: Vec<(String, Vec<i32>)> = readable
-        .iter()
-        .map(|t| {
-            (
-                t.topic.clone(),
-                t.partitions.iter().map(|p| p.partition_index).collect(),
-            )
-        })
-        .collect();
-    let entries: Vec<CommitEntry> = readable
-        .into_iter()
-        .flat_map(|t| {
-            let topic = t.topic;
-            t.partitions.into_iter().map(move |p| CommitEntry {
-                topic: topic.clone(),
-                partition: p.partition_index,
-                offset: p.committed_offset.0,
-                leader_epoch: p.committed_leader_epoch.0,
-                metadata: p.committed_metadata,
-            })
-        })
-        .collect();
+    let (asked, refused, entries) = commit_entries(std::mem::take(&mut req.topics), access);
     let who = Committer {
         member_id: req.member_id,
         instance_id: req.group_instance_id,

@@ -188,10 +188,7 @@ impl TxnCoordinator {
                 let record = (encode_key(id), Some(encode_value(&meta)));
                 sink.append(&[record], Writer::Coordinator, self.now())
                     .await
-                    .map_err(|e| {
-                        tracing::warn!(partition = p, transactional_id = id, error = %e, "transaction state write failed");
-                        TxnError::CoordinatorNotAvailable
-                    })
+                    .map_err(|_| TxnError::CoordinatorNotAvailable)
             }
             Err(e) => Err(e),
         };
@@ -243,7 +240,7 @@ impl TxnCoordinator {
                 self.write(shard, p, id, meta).await.map(|()| answer)
             }
             InitStep::FreshId => {
-                let pid = match crate::handlers::groups::fresh_producer_id(shard).await {
+                let pid = match crate::handlers::init_producer_id::fresh_producer_id(shard).await {
                     Ok(pid) => pid,
                     Err(e) => {
                         self.settle(p, id, None);

@@ -72,9 +72,18 @@ pub async fn write_all(
     left
 }
 
+/// Whether a marker that failed with `code` is sent again. A partition
+/// gone needs none; one that knows a newer epoch of the producer has been
+/// fenced past this transaction (as Kafka, the coordinator stops sending).
 fn retriable(code: ErrorCode) -> bool {
-    !matches!(code, ErrorCode::None | ErrorCode::UnknownTopicOrPartition)
+    !DONE.contains(&code)
 }
+
+const DONE: [ErrorCode; 3] = [
+    ErrorCode::None,
+    ErrorCode::UnknownTopicOrPartition,
+    ErrorCode::InvalidProducerEpoch,
+];
 
 /// Writes `marker` to `tp` on the shard that owns it, here.
 pub async fn write_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, marker: TxnMarker) -> ErrorCode {
@@ -99,13 +108,8 @@ async fn write_here(s: &Rc<BrokerShard>, tp: &TopicPartition, marker: TxnMarker)
             Err(code) => return code,
         },
     };
-    if let Err(e) = sink.append_marker(marker, s.transactions.now()).await {
-        tracing::warn!(%tp, producer_id = %marker.producer_id, error = %e, "transaction marker write failed");
-        return if e.contains("epoch") {
-            ErrorCode::InvalidProducerEpoch
-        } else {
-            ErrorCode::NotEnoughReplicas
-        };
+    if let Err(code) = sink.append_marker(marker, s.transactions.now()).await {
+        return code;
     }
     if tp.topic == OFFSETS_TOPIC {
         s.groups
@@ -144,8 +148,7 @@ async fn write_remote(
             for m in response.markers {
                 for t in m.topics {
                     for p in t.partitions {
-                        let done = [ErrorCode::None.code(), ErrorCode::UnknownTopicOrPartition.code()];
-                        if !done.contains(&p.error_code) {
+                        if !DONE.iter().any(|c| c.code() == p.error_code) {
                             left.push(TopicPartition::new(t.topic.clone(), p.partition_index));
                         }
                     }
@@ -166,17 +169,14 @@ async fn call_leader(
     leader: BrokerId,
     request: &WriteTxnMarkersRequest,
 ) -> std::io::Result<WriteTxnMarkersResponse> {
-    use ferrite_client::codec::{frame, invalid_data, response_body, response_len};
+    use ferrite_client::codec::{invalid_data, response_body, response_len};
     let cluster = shard.cluster().ok_or_else(|| invalid_data("not in a cluster"))?;
     let b = cluster
         .endpoint(leader)
         .ok_or_else(|| invalid_data("no address for the leader"))?;
     let mut stream = glommio::net::TcpStream::connect(format!("{}:{}", b.host, b.port)).await?;
     let _ = stream.set_nodelay(true);
-    let bytes = frame(API_KEY, VERSION_MAX, 1, "ferrite-txn-coordinator", |w| {
-        request.encode(w, VERSION_MAX)
-    });
-    stream.write_all(&bytes).await?;
+    stream.write_all(&request_frame(request)).await?;
     let mut size = [0u8; 4];
     stream.read_exact(&mut size).await?;
     let len = response_len(size, RESPONSE_BYTES_MAX)?;
@@ -184,4 +184,41 @@ async fn call_leader(
     stream.read_exact(&mut body).await?;
     let mut r = response_body(body, 1, true)?;
     WriteTxnMarkersResponse::decode(&mut r, VERSION_MAX).map_err(invalid_data)
+}
+
+/// The frame of a WriteTxnMarkers request (size prefix included). v1 is
+/// flexible: request header v2 (the answer comes with header v1).
+fn request_frame(request: &WriteTxnMarkersRequest) -> bytes::Bytes {
+    let mut body = ferrite_protocol::wire::Writer::new();
+    request.encode(&mut body, VERSION_MAX);
+    ferrite_client::codec::frame_v2(API_KEY, VERSION_MAX, 1, "ferrite-txn-coordinator", &body.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrite_engine::ProducerId;
+    use ferrite_protocol::request::{decode_frame, Decoded, RequestBody};
+
+    #[test]
+    fn the_request_frame_decodes_as_a_broker_reads_it() {
+        let request = WriteTxnMarkersRequest {
+            markers: vec![WritableTxnMarker {
+                producer_id: ProducerId(42),
+                producer_epoch: 3,
+                transaction_result: true,
+                topics: TopicPartitions::from_runs([("out".to_string(), 0), ("out".to_string(), 2)]),
+                coordinator_epoch: 7,
+            }],
+        };
+        let frame = request_frame(&request);
+        let Ok(Decoded::Request(r)) = decode_frame(frame.slice(4..)) else {
+            panic!("the frame does not decode")
+        };
+        let RequestBody::WriteTxnMarkers(got) = r.body else {
+            panic!("not WriteTxnMarkers: {:?}", r.body)
+        };
+        assert_eq!(got, request);
+        assert_eq!(r.header.client_id.as_deref(), Some("ferrite-txn-coordinator"));
+    }
 }

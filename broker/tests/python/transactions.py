@@ -3,7 +3,7 @@
     python transactions.py BOOTSTRAP basic
     python transactions.py BOOTSTRAP zombie
     python transactions.py BOOTSTRAP timeout
-    python transactions.py BOOTSTRAP setup N          # topics "in" and "out", N keyed records in "in"
+    python transactions.py BOOTSTRAP setup N [RF]     # topics "in" and "out", N keyed records in "in"
     python transactions.py BOOTSTRAP copy N DIE_AFTER # one consume-transform-produce run
     python transactions.py BOOTSTRAP verify N
 
@@ -69,11 +69,11 @@ def read_all(bootstrap, topic, isolation, settle_s=4.0, until=None):
     return got
 
 
-def create(bootstrap, names, partitions=2):
+def create(bootstrap, names, partitions=2, rf=1):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).values():
+    for f in admin.create_topics([NewTopic(n, partitions, rf) for n in names]).values():
         try:
             f.result(30)
         except Exception as e:  # already there (a rerun)
@@ -180,11 +180,11 @@ def timeout(bootstrap):
     expect(failed, "the timed-out transaction cannot commit")
 
 
-def setup(bootstrap, n):
+def setup(bootstrap, n, rf):
     from confluent_kafka import Producer
 
-    create(bootstrap, ["in", "out"], partitions=3)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    create(bootstrap, ["in", "out"], partitions=3, rf=rf)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
     for i in range(n):
         p.produce("in", key=str(i), value=str(i))
         if i % 10000 == 0:
@@ -195,9 +195,14 @@ def setup(bootstrap, n):
 def copy(bootstrap, n, die_after):
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+    # A short session: a killed instance's membership ends soon, so the
+    # next one's join does not wait long for it.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "copier", "isolation.level": "read_committed",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    p = producer(bootstrap, "copier-1")
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+    # RDDEBUG=eos,protocol (say) turns librdkafka's debug log on.
+    p = producer(bootstrap, "copier-1", **({"debug": os.environ["RDDEBUG"]} if os.environ.get("RDDEBUG") else {}))
+    watchdog = Watchdog(WATCHDOG_S)
     try:
         p.init_transactions(60)
     except KafkaException as e:
@@ -219,6 +224,7 @@ def copy(bootstrap, n, die_after):
                 sys.exit(1)
             continue
         idle_since = time.time()
+        watchdog.arm()
         try:
             p.begin_transaction()
             for m in msgs:
@@ -226,8 +232,9 @@ def copy(bootstrap, n, die_after):
             if die_after and txns + 1 >= die_after and rng.random() < 0.5:
                 p.flush(10)
                 os._exit(9)  # a transaction open, records written
-            p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+            p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 15)
             p.commit_transaction(60)
+            watchdog.disarm()
         except KafkaException as e:
             err = e.args[0]
             print("transaction failed:", err, flush=True)
@@ -237,8 +244,41 @@ def copy(bootstrap, n, die_after):
                 continue
             sys.exit(3)
         txns += 1
+        print(f"committed {txns}", flush=True)
         if die_after and txns >= die_after:
             os._exit(9)  # just after a commit
+
+
+# librdkafka's send_offsets_to_transaction can hang past its timeout when
+# the group coordinator it cached went down (librdkafka issues #5456,
+# #5511): a transaction that takes longer than this ends the process, as
+# an operator's restart would, and the next instance takes over.
+WATCHDOG_S = 45
+
+
+class Watchdog:
+    def __init__(self, seconds):
+        import threading
+
+        self.seconds = seconds
+        self.deadline = None
+        t = threading.Thread(target=self.run, daemon=True)
+        t.start()
+
+    def arm(self):
+        self.deadline = time.time() + self.seconds
+
+    def disarm(self):
+        self.deadline = None
+
+    def run(self):
+        while True:
+            time.sleep(1)
+            if self.deadline is not None and time.time() > self.deadline:
+                try:
+                    print("transaction hung: exiting for a new instance", flush=True)
+                finally:  # even when nobody reads the output any more
+                    os._exit(3)
 
 
 def rewind(c):
@@ -280,7 +320,7 @@ def main():
     elif mode == "timeout":
         timeout(bootstrap)
     elif mode == "setup":
-        setup(bootstrap, int(sys.argv[3]))
+        setup(bootstrap, int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     elif mode == "copy":
         copy(bootstrap, int(sys.argv[3]), int(sys.argv[4]))
     elif mode == "verify":
