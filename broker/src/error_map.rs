@@ -114,6 +114,7 @@ pub fn group(e: GroupError) -> ErrorCode {
         GroupError::GroupSubscribedToTopic => ErrorCode::GroupSubscribedToTopic,
         GroupError::GroupAuthorizationFailed => ErrorCode::GroupAuthorizationFailed,
         GroupError::TopicAuthorizationFailed => ErrorCode::TopicAuthorizationFailed,
+        GroupError::InvalidProducerEpoch => ErrorCode::InvalidProducerEpoch,
     }
 }
 

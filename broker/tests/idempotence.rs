@@ -107,3 +107,26 @@ fn producer_ids_stay_unique_across_restarts() {
     );
     assert_eq!(produce(&mut c, "after", batch(pid, 0, 3, 3)), (0, 3));
 }
+
+#[test]
+fn transactional_records_without_a_transactional_id_are_refused() {
+    const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+    let b = Broker::start(&[]);
+    let mut c = Client::connect(b.addr());
+    let (pid, _) = init_producer_id(&mut c);
+    assert_eq!(produce(&mut c, "txn-bare", batch(pid, 0, 0, 1)), (0, 0));
+    let mut txn = BytesMut::from(&batch(pid, 0, 1, 1)[..]);
+    txn[21..23].copy_from_slice(&ferrite_engine::batch::ATTR_TRANSACTIONAL.to_be_bytes());
+    set_producer(&mut txn, ferrite_engine::ProducerId(pid), 0, 1);
+    // Without a transactional id: a transaction no coordinator knows would
+    // hold back every read_committed consumer of the partition.
+    assert_eq!(
+        produce(&mut c, "txn-bare", txn.freeze()).0,
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    );
+    assert_eq!(
+        produce(&mut c, "txn-bare", batch(pid, 0, 1, 1)),
+        (0, 1),
+        "nothing was appended"
+    );
+}

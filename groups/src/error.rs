@@ -42,4 +42,6 @@ pub enum GroupError {
     GroupAuthorizationFailed,
     #[error("not authorized for the topic")]
     TopicAuthorizationFailed,
+    #[error("a newer instance of the transactional producer has fenced this one")]
+    InvalidProducerEpoch,
 }

@@ -190,13 +190,25 @@ impl PartitionGroups {
         }
     }
 
-    /// Whether a transaction not yet ended holds an offset of `group`'s
-    /// `topic`/`partition` (OffsetFetch's `require_stable`, KIP-447).
-    pub fn has_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
-        self.pending_txns
-            .values()
-            .flatten()
-            .any(|p| p.group == group && p.topic == topic && p.partition == partition)
+    /// A producer's transactional offsets, pending until its marker.
+    pub fn add_pending(&mut self, producer_id: ProducerId, offsets: Vec<PendingOffset>) {
+        self.pending_txns.entry(producer_id).or_default().extend(offsets);
+    }
+
+    /// Takes back offsets [`PartitionGroups::add_pending`] added (their
+    /// write failed), once each.
+    pub fn remove_pending(&mut self, producer_id: ProducerId, offsets: &[PendingOffset]) {
+        let Some(held) = self.pending_txns.get_mut(&producer_id) else {
+            return;
+        };
+        for o in offsets {
+            if let Some(at) = held.iter().position(|h| h == o) {
+                held.remove(at);
+            }
+        }
+        if held.is_empty() {
+            self.pending_txns.remove(&producer_id);
+        }
     }
 
     pub fn get_or_create(&mut self, id: &str) -> &mut GroupEntry {
@@ -288,14 +300,20 @@ mod tests {
         let g = &state.groups["g"];
         assert_eq!(g.offsets[&("t".to_string(), 0)].offset, 5, "not committed yet");
         assert!(!g.offsets.contains_key(&("t".to_string(), 1)), "aborted, then open");
-        assert!(state.has_pending("g", "t", 0));
-        assert!(state.has_pending("g", "t", 1));
+        let pending = |s: &PartitionGroups, p: i32| {
+            s.pending_txns
+                .values()
+                .flatten()
+                .any(|o| (o.group.as_str(), o.topic.as_str(), o.partition) == ("g", "t", p))
+        };
+        assert!(pending(&state, 0));
+        assert!(pending(&state, 1));
         let (mut state, _) = PartitionGroups::replay(
             items.into_iter().chain([Replayed::Marker(ProducerId(1), true)]),
             MonoMs(0),
         );
         assert_eq!(state.groups["g"].offsets[&("t".to_string(), 0)].offset, 7);
-        assert!(!state.has_pending("g", "t", 0));
+        assert!(!pending(&state, 0));
         state.end_txn(ProducerId(3), true);
         assert_eq!(state.groups["g"].offsets[&("t".to_string(), 1)].offset, 7);
         assert!(state.pending_txns.is_empty());

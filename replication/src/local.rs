@@ -177,9 +177,11 @@ impl LocalReplica {
             .await
     }
 
-    /// A transaction coordinator's markers (control batches), appended in
-    /// the current epoch and answered once committed, as Kafka writes them
-    /// (acks=all).
+    /// What a coordinator writes for a producer — transaction markers, or
+    /// a TxnOffsetCommit's transactional batch — appended in the current
+    /// epoch ([`AppendMode::Coordinator`]: fenced by producer epoch, not
+    /// sequence) and answered once committed (acks=all), as Kafka writes
+    /// them.
     pub async fn write_markers(&self, records: BytesMut, deadline: MonoMs) -> Result<AppendInfo, ReplicaOpError> {
         self.append_as_leader(records, Acks::All, deadline, |epoch| AppendMode::Coordinator { epoch })
             .await

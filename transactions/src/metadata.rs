@@ -91,10 +91,11 @@ pub const EPOCH_MAX: i16 = i16::MAX - 1;
 pub struct TxnMeta {
     pub producer_id: ProducerId,
     pub producer_epoch: i16,
-    /// The epoch before the coordinator last raised it on its own (fencing
-    /// an open transaction); -1 when it has not. A producer that still has
-    /// it may ask InitProducerId with it (KIP-360). Not in the record:
-    /// forgotten when the state is loaded again.
+    /// The epoch before the last InitProducerId that named its epoch
+    /// raised it (KIP-360): a retry of that call, whose answer was lost,
+    /// gets the current epoch again. -1 otherwise (a new instance or a
+    /// fencing forgets it). Not in the record: forgotten when the state is
+    /// loaded again, as with Kafka's version 0 records.
     pub last_producer_epoch: i16,
     pub timeout_ms: i32,
     pub status: TxnStatus,
@@ -166,13 +167,13 @@ impl TxnMeta {
     }
 
     /// The state an abort the coordinator starts on its own is written
-    /// as: PrepareAbort at the raised epoch.
+    /// as: PrepareAbort at the raised epoch (up to `i16::MAX`, which no
+    /// producer is given: the next InitProducerId takes a new producer id),
+    /// so the markers fence the old instance.
     fn fenced_abort(&self, now_ms: i64) -> TxnMeta {
         let mut next = self.clone();
-        if self.producer_epoch < EPOCH_MAX {
-            next.producer_epoch = self.producer_epoch + 1;
-            next.last_producer_epoch = self.producer_epoch;
-        }
+        next.producer_epoch = self.producer_epoch.saturating_add(1);
+        next.last_producer_epoch = -1;
         next.status = TxnStatus::PrepareAbort;
         next.update_ms = now_ms;
         next
@@ -189,11 +190,10 @@ impl TxnMeta {
         let Some(meta) = meta else {
             return Ok(InitStep::FreshId);
         };
-        if let Some(e) = expected {
-            let known_epoch = e.producer_epoch == meta.producer_epoch || e.producer_epoch == meta.last_producer_epoch;
-            if e.producer_id != meta.producer_id || !known_epoch {
-                return Err(TxnError::ProducerFenced);
-            }
+        // Kafka's rule: another producer id is fenced; the epoch is
+        // judged when it is raised.
+        if expected.is_some_and(|e| e.producer_id != meta.producer_id) {
+            return Err(TxnError::ProducerFenced);
         }
         match meta.status {
             TxnStatus::PrepareCommit | TxnStatus::PrepareAbort | TxnStatus::PrepareEpochFence => {
@@ -201,18 +201,23 @@ impl TxnMeta {
             }
             TxnStatus::Ongoing => Ok(InitStep::AbortFirst(meta.fenced_abort(now_ms))),
             TxnStatus::Empty | TxnStatus::CompleteCommit | TxnStatus::CompleteAbort | TxnStatus::Dead => {
-                let retried = expected.is_some_and(|e| {
-                    e.producer_epoch == meta.last_producer_epoch && e.producer_epoch != meta.producer_epoch
-                });
-                if retried {
-                    return Ok(InitStep::Current);
+                let at_current = expected.is_none_or(|e| e.producer_epoch == meta.producer_epoch);
+                if meta.producer_epoch >= EPOCH_MAX && at_current {
+                    return Ok(InitStep::FreshId);
                 }
+                let last = match expected {
+                    None => -1,
+                    Some(e) if e.producer_epoch == meta.producer_epoch => meta.producer_epoch,
+                    // A retry of a call that raised the epoch.
+                    Some(e) if e.producer_epoch == meta.last_producer_epoch => return Ok(InitStep::Current),
+                    Some(_) => return Err(TxnError::ProducerFenced),
+                };
                 if meta.producer_epoch >= EPOCH_MAX {
                     return Ok(InitStep::FreshId);
                 }
                 let mut next = meta.clone();
                 next.producer_epoch = meta.producer_epoch + 1;
-                next.last_producer_epoch = -1;
+                next.last_producer_epoch = last;
                 next.timeout_ms = timeout_ms;
                 next.status = TxnStatus::Empty;
                 next.partitions.clear();
@@ -296,8 +301,8 @@ impl TxnMeta {
         (open && past).then(|| self.fenced_abort(now_ms))
     }
 
-    /// Whether the transaction has been open past its timeout (for
-    /// ListTransactions' duration filter and tools).
+    /// How long the transaction has been open (`None`: none is), for
+    /// ListTransactions' duration filter.
     pub fn open_for_ms(&self, now_ms: i64) -> Option<i64> {
         (self.status == TxnStatus::Ongoing).then(|| now_ms.saturating_sub(self.start_ms))
     }

@@ -82,7 +82,7 @@ fn a_new_instance_fences_the_old_one() {
     };
     assert_eq!(
         (abort.status, abort.producer_epoch, abort.last_producer_epoch),
-        (TxnStatus::PrepareAbort, 1, 0)
+        (TxnStatus::PrepareAbort, 1, -1)
     );
     assert_eq!(
         abort.partitions, open.partitions,
@@ -123,8 +123,7 @@ fn a_timed_out_transaction_is_aborted_at_a_raised_epoch() {
         None,
         "only open ones expire"
     );
-    // The timed-out producer, restarting with its old epoch (KIP-360), is
-    // known; a made-up epoch is not.
+    // The timed-out producer is fenced: its old epoch is refused.
     let aborted = abort.complete(NOW + 2_000);
     let with = |e| {
         Some(Caller {
@@ -134,14 +133,42 @@ fn a_timed_out_transaction_is_aborted_at_a_raised_epoch() {
     };
     assert_eq!(
         TxnMeta::init(Some(&aborted), 1_000, with(0), NOW),
-        Ok(InitStep::Current)
-    );
-    assert_eq!(
-        written(TxnMeta::init(Some(&aborted), 1_000, with(1), NOW).unwrap()).producer_epoch,
-        2
+        Err(TxnError::ProducerFenced)
     );
     assert_eq!(
         TxnMeta::init(Some(&aborted), 1_000, with(5), NOW),
+        Err(TxnError::ProducerFenced)
+    );
+    let other = Some(Caller {
+        producer_id: ProducerId(10),
+        producer_epoch: 1,
+    });
+    assert_eq!(
+        TxnMeta::init(Some(&aborted), 1_000, other, NOW),
+        Err(TxnError::ProducerFenced)
+    );
+}
+
+#[test]
+fn a_retried_init_producer_id_gets_the_epoch_it_raised() {
+    let with = |e| {
+        Some(Caller {
+            producer_id: ProducerId(9),
+            producer_epoch: e,
+        })
+    };
+    let m = TxnMeta::fresh(ProducerId(9), 1_000, NOW);
+    // A producer at epoch 0 asks again naming it (KIP-360): epoch 1, and
+    // epoch 0 is remembered.
+    let raised = written(TxnMeta::init(Some(&m), 1_000, with(0), NOW).unwrap());
+    assert_eq!((raised.producer_epoch, raised.last_producer_epoch), (1, 0));
+    // Its answer was lost: the retry with epoch 0 gets epoch 1 again.
+    assert_eq!(TxnMeta::init(Some(&raised), 1_000, with(0), NOW), Ok(InitStep::Current));
+    // A new instance (no epoch named) raises it and forgets epoch 0.
+    let fresh = written(TxnMeta::init(Some(&raised), 1_000, None, NOW).unwrap());
+    assert_eq!((fresh.producer_epoch, fresh.last_producer_epoch), (2, -1));
+    assert_eq!(
+        TxnMeta::init(Some(&fresh), 1_000, with(0), NOW),
         Err(TxnError::ProducerFenced)
     );
 }
@@ -153,7 +180,14 @@ fn epochs_used_up_take_a_new_producer_id() {
     assert_eq!(TxnMeta::init(Some(&m), 1_000, None, NOW), Ok(InitStep::FreshId));
     m.status = TxnStatus::Ongoing;
     let abort = m.expire(i64::MAX).unwrap();
-    assert_eq!(abort.producer_epoch, EPOCH_MAX, "never past the largest epoch");
+    assert_eq!(
+        abort.producer_epoch,
+        i16::MAX,
+        "the fencing abort still raises the epoch"
+    );
+    let aborted = abort.complete(0);
+    assert_eq!(TxnMeta::init(Some(&aborted), 1_000, None, NOW), Ok(InitStep::FreshId));
+    assert_eq!(aborted.expire(i64::MAX), None);
 }
 
 #[test]

@@ -29,9 +29,10 @@ use tokio::sync::oneshot;
 use ferrite_groups::error::GroupError;
 use ferrite_groups::group::{Delivery, GroupConfig, JoinAnswer, SyncAnswer};
 use ferrite_groups::offsets_format::{encode_group, encode_key, RecordKey};
-use ferrite_groups::partition_state::{PartitionGroups, Replayed};
+use ferrite_groups::partition_state::{PartitionGroups, PendingOffset, Replayed};
 pub use ferrite_groups::OffsetsConfig;
 use ferrite_groups::OFFSETS_TOPIC;
+use ferrite_protocol::errors::ErrorCode;
 
 /// How often the groups' clocks run.
 pub const TICK_MS: u64 = 100;
@@ -275,7 +276,10 @@ impl GroupCoordinator {
         // The cause is logged by the sink.
         sink.append(&records, writer, self.now())
             .await
-            .map_err(|_| GroupError::CoordinatorNotAvailable)
+            .map_err(|code| match code {
+                ErrorCode::InvalidProducerEpoch => GroupError::InvalidProducerEpoch,
+                _ => GroupError::CoordinatorNotAvailable,
+            })
     }
 
     /// The write gate of partition `p`: every write holds one permit from
@@ -309,22 +313,32 @@ impl GroupCoordinator {
     }
 
     /// Appends a producer's transactional `records` (TxnOffsetCommit) to
-    /// partition `p` and, once durable, applies `apply`. A producer of an
-    /// older epoch than the partition knows is refused.
+    /// partition `p`, their offsets pending (`pending`) from before the
+    /// append until the transaction's marker (as Kafka: a marker that
+    /// lands while the append completes finds them), and taken back if
+    /// the append fails. A producer of an older epoch than the partition
+    /// knows is refused (INVALID_PRODUCER_EPOCH).
     pub async fn write_txn(
         &self,
         host: &dyn GroupHost,
         p: i32,
         (records, writer): (Vec<KeyValue>, Writer),
-        apply: impl FnOnce(&mut PartitionGroups),
+        pending: Vec<PendingOffset>,
     ) -> Result<(), GroupError> {
+        let Writer::Transaction { producer_id, .. } = writer else {
+            return Err(GroupError::CoordinatorNotAvailable);
+        };
         let gate = self.gate(p);
         let _permit = gate
             .acquire_permit(1)
             .await
             .map_err(|_| GroupError::CoordinatorNotAvailable)?;
-        self.append(host, p, records, writer).await?;
-        self.with_groups(p, apply)
+        self.with_groups(p, |pg| pg.add_pending(producer_id, pending.clone()))?;
+        let appended = self.append(host, p, records, writer).await;
+        if appended.is_err() {
+            let _ = self.with_groups(p, |pg| pg.remove_pending(producer_id, &pending));
+        }
+        appended
     }
 
     /// Registers a waiting JoinGroup answer.

@@ -246,9 +246,6 @@ impl GroupCoordinator {
         (who, producer): (Committer, Writer),
         entries: Vec<CommitEntry>,
     ) -> Result<PartitionResults, GroupError> {
-        let Writer::Transaction { producer_id, .. } = producer else {
-            return Err(GroupError::CoordinatorNotAvailable);
-        };
         let p = self.partition_of(group);
         self.ensure_loaded(host, p).await?;
         let now = self.now();
@@ -262,17 +259,16 @@ impl GroupCoordinator {
             checked?;
         }
         let (mut results, records, written) = self.offset_records(host, group, entries);
-        let pending = written.into_iter().map(|((topic, partition), offset)| PendingOffset {
-            group: group.to_string(),
-            topic,
-            partition,
-            offset,
-        });
-        let done = self
-            .write_txn(host, p, (records, producer), |pg| {
-                pg.pending_txns.entry(producer_id).or_default().extend(pending);
+        let pending = written
+            .into_iter()
+            .map(|((topic, partition), offset)| PendingOffset {
+                group: group.to_string(),
+                topic,
+                partition,
+                offset,
             })
-            .await;
+            .collect();
+        let done = self.write_txn(host, p, (records, producer), pending).await;
         if let Err(e) = done {
             for r in results.iter_mut().filter(|r| r.2.is_ok()) {
                 r.2 = Err(e);

@@ -411,37 +411,31 @@ pub(crate) trait CommittedPartition {
     fn entry(self, topic: &str) -> CommitEntry;
 }
 
-impl CommittedPartition for go::OffsetCommitPartition {
-    fn index(&self) -> i32 {
-        self.partition_index
-    }
+/// Both requests' partitions carry the same fields.
+macro_rules! committed_partition {
+    ($($t:ty),*) => {$(
+        impl CommittedPartition for $t {
+            fn index(&self) -> i32 {
+                self.partition_index
+            }
 
-    fn entry(self, topic: &str) -> CommitEntry {
-        CommitEntry {
-            topic: topic.to_string(),
-            partition: self.partition_index,
-            offset: self.committed_offset.0,
-            leader_epoch: self.committed_leader_epoch.0,
-            metadata: self.committed_metadata,
+            fn entry(self, topic: &str) -> CommitEntry {
+                CommitEntry {
+                    topic: topic.to_string(),
+                    partition: self.partition_index,
+                    offset: self.committed_offset.0,
+                    leader_epoch: self.committed_leader_epoch.0,
+                    metadata: self.committed_metadata,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl CommittedPartition for ferrite_protocol::txn_offset_commit::TxnOffsetCommitPartition {
-    fn index(&self) -> i32 {
-        self.partition_index
-    }
-
-    fn entry(self, topic: &str) -> CommitEntry {
-        CommitEntry {
-            topic: topic.to_string(),
-            partition: self.partition_index,
-            offset: self.committed_offset.0,
-            leader_epoch: self.committed_leader_epoch.0,
-            metadata: self.committed_metadata,
-        }
-    }
-}
+committed_partition!(
+    go::OffsetCommitPartition,
+    ferrite_protocol::txn_offset_commit::TxnOffsetCommitPartition
+);
 
 /// Topics and their partitions, as named.
 pub(crate) type Named = Vec<(String, Vec<i32>)>;

@@ -60,6 +60,15 @@ impl ProduceFailure {
     }
 }
 
+/// Whether a record set's first batch is transactional (a producer's
+/// record set is one batch; the log checks every batch in full).
+fn is_transactional(records: &Bytes) -> bool {
+    const ATTRIBUTES_AT: usize = 21;
+    records
+        .get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)
+        .is_some_and(|a| i16::from_be_bytes([a[0], a[1]]) & ferrite_engine::batch::ATTR_TRANSACTIONAL != 0)
+}
+
 /// A produce's `acks` (already checked to be -1, 0 or 1).
 fn acks_of(acks: i16) -> Acks {
     match acks {
@@ -242,6 +251,13 @@ pub async fn produce(
             let ready = match (acks_ok, known, part.records) {
                 (false, _, _) => Err(failed(index, ErrorCode::InvalidRequiredAcks, None)),
                 _ if txn_refused => Err(failed(index, ErrorCode::TransactionalIdAuthorizationFailed, None)),
+                // Transactional records come with the transactional id
+                // they are authorized under (Kafka refuses them too).
+                (_, _, Some(r)) if p.transactional_id.is_none() && is_transactional(&r) => Err(failed(
+                    index,
+                    ErrorCode::TransactionalIdAuthorizationFailed,
+                    Some("transactional records without a transactional id".into()),
+                )),
                 _ if !writable => Err(failed(index, ErrorCode::TopicAuthorizationFailed, None)),
                 // The coordinators write their own topics; a client's
                 // records there would be replayed as commits (Kafka refuses

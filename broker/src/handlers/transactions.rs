@@ -30,8 +30,8 @@ use crate::handlers::access::Access;
 use crate::handlers::groups::{all_failed, by_topic, commit_entries, on_coordinator};
 use crate::shard::BrokerShard;
 
-/// The first version of AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and
-/// TxnOffsetCommit that knows PRODUCER_FENCED (KIP-588).
+/// The first version of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
+/// that knows PRODUCER_FENCED (KIP-588).
 const FENCED_FROM: i16 = 2;
 
 /// Write on the transactional id, or TRANSACTIONAL_ID_AUTHORIZATION_FAILED.

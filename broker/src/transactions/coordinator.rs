@@ -15,7 +15,7 @@
 //! what its predecessor decided.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use ferrite_engine::txn_state::Marker;
@@ -98,21 +98,31 @@ impl TxnCoordinator {
             return Ok(());
         }
         let txns = load(sink.log(), p).await?;
+        // A reload under a new leader epoch of a partition this shard
+        // still leads (the ISR changed, say): changes in flight go on and
+        // settle into the new slot, and keep their ids busy meanwhile.
+        let busy: BTreeSet<String> = self
+            .slots
+            .borrow()
+            .get(&p)
+            .map(|s| {
+                s.txns
+                    .iter()
+                    .filter(|(_, e)| e.busy)
+                    .map(|(id, _)| id.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
         let prepared: Vec<String> = txns
             .iter()
-            .filter(|(_, m)| m.status.is_prepared())
+            .filter(|(id, m)| m.status.is_prepared() && !busy.contains(*id))
             .map(|(id, _)| id.clone())
             .collect();
         let entries = txns
             .into_iter()
             .map(|(id, meta)| {
-                (
-                    id,
-                    Entry {
-                        meta: Some(meta),
-                        busy: false,
-                    },
-                )
+                let busy = busy.contains(&id);
+                (id, Entry { meta: Some(meta), busy })
             })
             .collect();
         self.slots.borrow_mut().insert(
@@ -177,23 +187,34 @@ impl TxnCoordinator {
             (Some(_), None) => {
                 slot.txns.remove(id);
             }
-            (None, _) => {}
+            // The slot was reloaded while the id's first state was written.
+            (None, Some(meta)) => {
+                slot.txns.insert(
+                    id.to_string(),
+                    Entry {
+                        meta: Some(meta),
+                        busy: false,
+                    },
+                );
+            }
+            (None, None) => {}
         }
     }
 
     /// Writes `meta` as `id`'s state (the id is busy); settles it.
     async fn write(&self, shard: &Rc<BrokerShard>, p: i32, id: &str, meta: TxnMeta) -> Result<(), TxnError> {
-        let result = match state_sink(shard, p) {
-            Ok(sink) => {
-                let record = (encode_key(id), Some(encode_value(&meta)));
-                sink.append(&[record], Writer::Coordinator, self.now())
-                    .await
-                    .map_err(|_| TxnError::CoordinatorNotAvailable)
-            }
-            Err(e) => Err(e),
-        };
+        let result = self.append_state(shard, p, id, &meta).await;
         self.settle(p, id, result.is_ok().then_some(meta));
         result
+    }
+
+    /// Appends `meta` as `id`'s state to partition `p`.
+    async fn append_state(&self, shard: &Rc<BrokerShard>, p: i32, id: &str, meta: &TxnMeta) -> Result<(), TxnError> {
+        let sink = state_sink(shard, p)?;
+        let record = (encode_key(id), Some(encode_value(meta)));
+        sink.append(&[record], Writer::Coordinator, self.now())
+            .await
+            .map_err(|_| TxnError::CoordinatorNotAvailable)
     }
 
     /// Writes `meta` keeping `id` busy (a completion follows).
@@ -318,19 +339,24 @@ impl TxnCoordinator {
                 self.slots.borrow_mut().remove(&p);
                 continue;
             }
-            let expired: Vec<(String, TxnMeta)> = {
+            let expired: Vec<String> = {
                 let slots = self.slots.borrow();
                 let Some(slot) = slots.get(&p) else { continue };
                 slot.txns
                     .iter()
-                    .filter(|(_, e)| !e.busy)
-                    .filter_map(|(id, e)| Some((id.clone(), e.meta.as_ref()?.expire(now)?)))
+                    .filter(|(_, e)| !e.busy && e.meta.as_ref().is_some_and(|m| m.expire(now).is_some()))
+                    .map(|(id, _)| id.clone())
                     .collect()
             };
-            for (id, abort) in expired {
-                if self.decide(p, &id, |_| Ok(((), true))).is_err() {
-                    continue;
-                }
+            for id in expired {
+                // Judged again now: the state may have moved on while an
+                // earlier abort of this round was written.
+                let abort = self.decide(p, &id, |meta| {
+                    let abort = meta.and_then(|m| m.expire(now));
+                    let writes = abort.is_some();
+                    Ok((abort, writes))
+                });
+                let Ok(Some(abort)) = abort else { continue };
                 tracing::info!(partition = p, transactional_id = %id, producer_id = %abort.producer_id,
                     "aborting a transaction past its timeout");
                 if self.write_keeping_busy(shard, p, &id, abort).await.is_ok() {
@@ -426,9 +452,24 @@ impl TxnCoordinator {
                 glommio::timer::sleep(std::time::Duration::from_millis(MARKER_RETRY_MS)).await;
             }
         }
+        // The Complete state, written until it is in (or this shard stops
+        // being the coordinator: the next one completes it on load).
         let done = meta.complete(wall_ms());
-        if let Err(e) = self.write(shard, p, id, done).await {
-            tracing::warn!(partition = p, transactional_id = id, error = %e, "completing a transaction failed; retried on load");
+        loop {
+            if shard.stopping.get() || state_sink(shard, p).is_err() {
+                self.settle(p, id, None);
+                return;
+            }
+            match self.append_state(shard, p, id, &done).await {
+                Ok(()) => {
+                    self.settle(p, id, Some(done));
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(partition = p, transactional_id = id, error = %e, "writing a transaction's completion failed; retrying");
+                    glommio::timer::sleep(std::time::Duration::from_millis(MARKER_RETRY_MS)).await;
+                }
+            }
         }
     }
 }

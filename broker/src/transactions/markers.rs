@@ -97,6 +97,12 @@ pub async fn write_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, marker:
 }
 
 async fn write_here(s: &Rc<BrokerShard>, tp: &TopicPartition, marker: TxnMarker) -> ErrorCode {
+    // A group partition is loaded first, so the marker ends the pending
+    // offsets in memory (a load that read the log before the marker was
+    // appended would never see it).
+    if tp.topic == OFFSETS_TOPIC && s.groups.ensure_loaded(&**s, tp.partition).await.is_err() {
+        return ErrorCode::NotLeaderOrFollower;
+    }
     let sink = match &s.replicas {
         Some(replicas) => match replicas.get(tp) {
             Some(r) if r.role() == RoleKind::Leader => Sink::Replica(r),
@@ -143,18 +149,20 @@ async fn write_remote(
     })
     .await;
     match answer {
+        // What the answer does not say was done is sent again.
         Some(Ok(response)) => {
-            let mut left = Vec::new();
-            for m in response.markers {
-                for t in m.topics {
-                    for p in t.partitions {
-                        if !DONE.iter().any(|c| c.code() == p.error_code) {
-                            left.push(TopicPartition::new(t.topic.clone(), p.partition_index));
-                        }
-                    }
-                }
-            }
-            left
+            let done: std::collections::BTreeSet<(&str, i32)> = response
+                .markers
+                .iter()
+                .flat_map(|m| &m.topics)
+                .flat_map(|t| t.partitions.iter().map(move |p| (t.topic.as_str(), p)))
+                .filter(|(_, p)| DONE.iter().any(|c| c.code() == p.error_code))
+                .map(|(topic, p)| (topic, p.partition_index))
+                .collect();
+            tps.iter()
+                .filter(|tp| !done.contains(&(tp.topic.as_str(), tp.partition)))
+                .cloned()
+                .collect()
         }
         Some(Err(e)) => {
             tracing::debug!(%leader, error = %e, "WriteTxnMarkers failed");
