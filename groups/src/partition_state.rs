@@ -195,6 +195,17 @@ impl PartitionGroups {
         self.pending_txns.entry(producer_id).or_default().extend(offsets);
     }
 
+    /// Adds those of `offsets` the producer's pending offsets lack (a
+    /// reload may have replaced the state they were added to).
+    pub fn ensure_pending(&mut self, producer_id: ProducerId, offsets: &[PendingOffset]) {
+        let held = self.pending_txns.entry(producer_id).or_default();
+        for o in offsets {
+            if !held.contains(o) {
+                held.push(o.clone());
+            }
+        }
+    }
+
     /// Takes back offsets [`PartitionGroups::add_pending`] added (their
     /// write failed), once each.
     pub fn remove_pending(&mut self, producer_id: ProducerId, offsets: &[PendingOffset]) {
@@ -314,6 +325,13 @@ mod tests {
         );
         assert_eq!(state.groups["g"].offsets[&("t".to_string(), 0)].offset, 7);
         assert!(!pending(&state, 0));
+        // Added again after a reload that already replayed them: once.
+        let again: Vec<PendingOffset> = state.pending_txns[&ProducerId(3)].clone();
+        state.ensure_pending(ProducerId(3), &again);
+        assert_eq!(state.pending_txns[&ProducerId(3)], again);
+        state.remove_pending(ProducerId(3), &again);
+        assert!(!state.pending_txns.contains_key(&ProducerId(3)));
+        state.ensure_pending(ProducerId(3), &again);
         state.end_txn(ProducerId(3), true);
         assert_eq!(state.groups["g"].offsets[&("t".to_string(), 1)].offset, 7);
         assert!(state.pending_txns.is_empty());

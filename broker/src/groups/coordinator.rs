@@ -232,11 +232,21 @@ impl GroupCoordinator {
         Ok(f(&mut slot.groups))
     }
 
-    /// A producer's transaction ended with a marker on partition `p`: its
-    /// pending offsets count if it committed. A partition not loaded here
+    /// A producer's transaction ended with a marker (just appended) on
+    /// partition `p`: its pending offsets count if it committed. Done again
+    /// once a load that may have read the log before the marker (and
+    /// replaced the state ended here) is over; a partition not loaded here
     /// replays the marker when it loads.
-    pub fn end_txn(&self, p: i32, producer_id: ferrite_engine::ProducerId, commit: bool) {
+    pub async fn end_txn(&self, p: i32, producer_id: ferrite_engine::ProducerId, commit: bool) {
         let _ = self.with_groups(p, |pg| pg.end_txn(producer_id, commit));
+        self.after_loads().await;
+        let _ = self.with_groups(p, |pg| pg.end_txn(producer_id, commit));
+    }
+
+    /// Returns once no load is running (a load started later reads what
+    /// was appended before this call).
+    async fn after_loads(&self) {
+        let _one = self.loading.acquire_permit(1).await;
     }
 
     /// The partitions of `group` that an open transaction holds an offset
@@ -337,8 +347,12 @@ impl GroupCoordinator {
         let appended = self.append(host, p, records, writer).await;
         if appended.is_err() {
             let _ = self.with_groups(p, |pg| pg.remove_pending(producer_id, &pending));
+            return appended;
         }
-        appended
+        // A load that read the log before this batch may have replaced the
+        // state the offsets were added to: they are added again (once).
+        self.after_loads().await;
+        self.with_groups(p, |pg| pg.ensure_pending(producer_id, &pending))
     }
 
     /// Registers a waiting JoinGroup answer.

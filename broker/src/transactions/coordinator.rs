@@ -205,7 +205,30 @@ impl TxnCoordinator {
     async fn write(&self, shard: &Rc<BrokerShard>, p: i32, id: &str, meta: TxnMeta) -> Result<(), TxnError> {
         let result = self.append_state(shard, p, id, &meta).await;
         self.settle(p, id, result.is_ok().then_some(meta));
+        if result.is_err() {
+            self.complete_if_left_prepared(shard, p, id);
+        }
         result
+    }
+
+    /// After a failed write: a reload meanwhile may have read the record
+    /// (in the local log though not acknowledged) and left the id in a
+    /// Prepare state, skipped because it was busy: it is completed.
+    fn complete_if_left_prepared(&self, shard: &Rc<BrokerShard>, p: i32, id: &str) {
+        let prepared = {
+            let mut slots = self.slots.borrow_mut();
+            let entry = slots.get_mut(&p).and_then(|s| s.txns.get_mut(id));
+            match entry {
+                Some(e) if !e.busy && e.meta.as_ref().is_some_and(|m| m.status.is_prepared()) => {
+                    e.busy = true;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if prepared {
+            spawn_completion(shard, p, id.to_string());
+        }
     }
 
     /// Appends `meta` as `id`'s state to partition `p`.

@@ -119,7 +119,8 @@ async fn write_here(s: &Rc<BrokerShard>, tp: &TopicPartition, marker: TxnMarker)
     }
     if tp.topic == OFFSETS_TOPIC {
         s.groups
-            .end_txn(tp.partition, marker.producer_id, marker.result == Marker::Commit);
+            .end_txn(tp.partition, marker.producer_id, marker.result == Marker::Commit)
+            .await;
     }
     ErrorCode::None
 }
