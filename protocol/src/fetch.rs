@@ -61,13 +61,6 @@ impl Isolation {
             }),
         }
     }
-
-    pub fn code(self) -> i8 {
-        match self {
-            Isolation::ReadUncommitted => 0,
-            Isolation::ReadCommitted => 1,
-        }
-    }
 }
 
 /// A fetch without a session (before v7, or session id 0 and epoch -1).
