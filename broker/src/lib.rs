@@ -16,6 +16,7 @@ pub mod clock_watch;
 pub mod cluster;
 pub mod config_live;
 pub mod coordinator_log;
+pub mod data_dir_lock;
 pub mod error_map;
 pub mod groups;
 pub mod handlers;

@@ -34,6 +34,8 @@ pub struct Server {
     runtime: ShardRuntime<BrokerShard>,
     /// In a cluster: the thread talking to ZooKeeper.
     cluster: Option<ClusterThread>,
+    /// Held until the broker is dropped (after `stop` closed every log).
+    _data_dir_lock: crate::data_dir_lock::DataDirLock,
 }
 
 /// Where a broker's metadata comes from.
@@ -77,15 +79,17 @@ fn config_for(live: &LiveConfig, meta: &ClusterMeta, tp: &TopicPartition) -> Log
 }
 
 /// Makes sure the data directory exists and takes files, so that a path
-/// that cannot be used stops the broker at start-up, not its first produce.
-fn check_data_dir(dir: &std::path::Path) -> Result<(), ServerError> {
+/// that cannot be used stops the broker at start-up, not its first produce,
+/// and takes its lock (one broker per directory).
+fn check_data_dir(dir: &std::path::Path) -> Result<crate::data_dir_lock::DataDirLock, ServerError> {
     let refused = |what: &str, e: std::io::Error| {
         ServerError::Other(format!("data directory {} (log.dirs): {what}: {e}", dir.display()))
     };
     std::fs::create_dir_all(dir).map_err(|e| refused("cannot create it", e))?;
     let probe = dir.join(".ferrite-write-probe");
     std::fs::write(&probe, b"").map_err(|e| refused("cannot write in it", e))?;
-    std::fs::remove_file(&probe).map_err(|e| refused("cannot remove a file in it", e))
+    std::fs::remove_file(&probe).map_err(|e| refused("cannot remove a file in it", e))?;
+    crate::data_dir_lock::acquire(dir)
 }
 
 /// Longest a broker waits at start for a listener left by a broker killed
@@ -112,7 +116,7 @@ impl Server {
     /// Opens the metadata and the logs (recovering them if needed) and
     /// starts listening. Returns once every shard serves.
     pub fn start(config: BrokerConfig) -> Result<Server, ServerError> {
-        check_data_dir(&config.log_dir)?;
+        let data_dir_lock = check_data_dir(&config.log_dir)?;
         // Before recovery and registration, so that a second broker on a
         // taken port fails at once; again just before binding.
         check_listen_addresses(&config)?;
@@ -308,7 +312,11 @@ impl Server {
             );
         }
         tracing::info!(listen = %config.listen, shards, data = %config.log_dir.display(), "ferrite is serving");
-        Ok(Server { runtime, cluster })
+        Ok(Server {
+            runtime,
+            cluster,
+            _data_dir_lock: data_dir_lock,
+        })
     }
 
     /// Every shard's inbox (tests and fuzzing drive handlers through it).

@@ -260,3 +260,43 @@ fn a_second_broker_on_a_taken_port_refuses_to_start_and_the_first_keeps_every_co
     }
     stop(first);
 }
+
+/// Two brokers on one data directory (on different ports) would write the
+/// same partition files: the second is refused at start, naming the
+/// directory, and the first serves on. A broker killed with SIGKILL leaves
+/// no lock behind: a new one starts on its directory at once.
+#[test]
+fn a_second_broker_on_a_taken_data_dir_refuses_to_start() {
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let bootstrap = format!("127.0.0.1:{}", ferrite_testkit::free_port());
+    let args = |listen: &str| -> Vec<String> {
+        ["standalone", "--listen", listen, "--data-dir", "shared"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let (mut first, _) = start_in(fresh.path(), &args(&bootstrap));
+    let other = format!("127.0.0.1:{}", ferrite_testkit::free_port());
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrite"))
+        .args(args(&other))
+        .current_dir(fresh.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ferrite");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a second broker started on a taken data dir: {said}"
+    );
+    assert!(
+        said.contains("shared") && said.contains("in use by another process"),
+        "the message names the directory: {said}"
+    );
+    assert!(!said.contains("ferrite is serving"), "{said}");
+    round_trip(&bootstrap, "first-serves");
+    first.kill().expect("kill -9");
+    first.wait().expect("reaped");
+    let (again, _) = start_in(fresh.path(), &args(&other));
+    round_trip(&other, "after-kill");
+    stop(again);
+}
