@@ -16,7 +16,8 @@
 //! - None kept: the batch goes, unless it is the last one its idempotent
 //!   producer wrote (then its 61-byte header stays with no records, so the
 //!   producer's sequence survives a restart).
-//! - Control batches (transaction markers) are copied as they are.
+//! - Control batches (transaction markers) are copied as they are, stamped
+//!   with a delete horizon, or removed, as [`crate::clean_txn`] decides.
 //!
 //! Tombstones (a key with a null value) follow KIP-534: the first time the
 //! cleaner keeps a batch with tombstones it stamps a *delete horizon*
@@ -158,6 +159,23 @@ pub fn filter_batch(
         });
     }
     Ok(Kept::Rebuilt(rebuild(bytes, info, &kept, stamp.then_some(horizon))?))
+}
+
+/// The control batch in `bytes` (uncompressed, as every marker is) stamped
+/// with the delete horizon `horizon`, its records' timestamps kept.
+pub fn stamp_control(bytes: &[u8], info: &BatchInfo, horizon: TimestampMs) -> Result<Vec<u8>, BatchError> {
+    assert!(info.is_control, "stamping a data batch as a control batch");
+    let body = bytes.get(HEADER_BYTES..info.size).ok_or(BatchError::Truncated {
+        needed: info.size,
+        available: bytes.len(),
+    })?;
+    if info.compression != Compression::None {
+        return Err(BatchError::Invalid {
+            reason: "a compressed control batch",
+        });
+    }
+    let records = record::decode_records(body, info.record_count)?;
+    rebuild(bytes, info, &records, Some(horizon))
 }
 
 /// The batch in `bytes` with only `records`, stamped with `horizon` if set.

@@ -21,6 +21,7 @@ use crate::batch::{self, BatchInfo, Validation};
 use crate::clean_filter::{self, Kept, WhenEmpty};
 use crate::clean_map::KeyMap;
 use crate::clean_swap;
+use crate::clean_txn::{CleanTxns, MarkerFate};
 use crate::error::{EngineError, Result};
 use crate::segment::{SegmentMeta, SegmentPaths};
 use crate::txn_state::AbortedTxn;
@@ -57,8 +58,8 @@ pub struct CleanJob {
     pub producer_last: HashMap<ProducerId, Offset>,
     /// `log.cleaner.io.max.bytes.per.second`; `None`: unpaced.
     pub bytes_per_second: Option<u64>,
-    /// The aborted transactions in the range: their batches are neither
-    /// mapped nor judged.
+    /// The aborted transactions in the range: their batches are not
+    /// mapped, and removed ([`crate::clean_txn`]).
     pub aborted: Vec<AbortedTxn>,
 }
 
@@ -137,16 +138,18 @@ pub fn groups(segments: &[JobSegment], cleaned_to: Offset, bytes_max: u64) -> Ve
 /// Writes one group, cleaned, to its `.cleaned` files (removed again if
 /// this fails).
 /// Records at or after `cleaned_to` (the end of what `map` covers) are kept
-/// as they are.
+/// as they are. `txns` is the pass's walk through the transactions, the
+/// groups given in order.
 pub fn clean_group(
     job: &CleanJob,
     group: &[JobSegment],
     (map, cleaned_to): (&KeyMap, Offset),
     pace: &mut Pace,
+    txns: &mut CleanTxns,
 ) -> Result<(CleanedGroup, GroupStats)> {
     let base = group[0].base;
     let mut stats = GroupStats::default();
-    let written = write_group(job, group, (map, cleaned_to), pace, &mut stats);
+    let written = write_group(job, group, (map, cleaned_to), (pace, txns), &mut stats);
     if written.is_err() {
         clean_swap::remove_cleaned(&job.dir, base);
     }
@@ -157,7 +160,7 @@ fn write_group(
     job: &CleanJob,
     group: &[JobSegment],
     (map, cleaned_to): (&KeyMap, Offset),
-    pace: &mut Pace,
+    (pace, txns): (&mut Pace, &mut CleanTxns),
     outcome: &mut GroupStats,
 ) -> Result<CleanedGroup> {
     let base = group[0].base;
@@ -172,7 +175,8 @@ fn write_group(
         while let Some((bytes, info)) = batches.next_batch()? {
             pace.spent(bytes.len() as u64);
             outcome.bytes_read += bytes.len() as u64;
-            let (kept, removed) = judge(job, map, cleaned_to, horizon, &bytes, &info).map_err(|e| batches.bad(e))?;
+            let (kept, removed) =
+                judge(job, (map, cleaned_to), txns, horizon, &bytes, &info).map_err(|e| batches.bad(e))?;
             outcome.records_removed += removed;
             let written: &[u8] = match &kept {
                 Kept::Whole => &bytes,
@@ -206,27 +210,32 @@ fn write_group(
 }
 
 /// What becomes of one batch, and how many records it loses. A batch of an
-/// aborted transaction is kept whole: a `read_committed` reader never sees
-/// it, so it must not count as a key's latest record (its removal, as
-/// Kafka's cleaner does, is not built).
+/// aborted transaction loses all of them; a marker is kept, stamped or
+/// removed as [`crate::clean_txn`] says.
 fn judge(
     job: &CleanJob,
-    map: &KeyMap,
-    cleaned_to: Offset,
+    (map, cleaned_to): (&KeyMap, Offset),
+    txns: &mut CleanTxns,
     horizon: TimestampMs,
     bytes: &[u8],
     info: &BatchInfo,
 ) -> std::result::Result<(Kept, u64), crate::error::BatchError> {
-    if in_aborted_txn(&job.aborted, info) {
-        return Ok((Kept::Whole, 0));
+    if info.is_control {
+        let marker = crate::txn_state::marker_if_control(bytes, info);
+        return Ok(match txns.on_marker(info, marker, job.now) {
+            MarkerFate::Keep => (Kept::Whole, 0),
+            MarkerFate::StampHorizon => (Kept::Rebuilt(clean_filter::stamp_control(bytes, info, horizon)?), 0),
+            MarkerFate::Remove => (Kept::Dropped, u64::from(info.record_count.max(0) as u32)),
+        });
     }
+    let aborted = txns.on_data(info);
     let when_empty = match job.producer_last.get(&info.producer_id) {
         Some(last) if *last == info.last_offset() => WhenEmpty::KeepHeader,
         _ => WhenEmpty::Drop,
     };
     let mut removed = 0u64;
     let kept = clean_filter::filter_batch(bytes, info, horizon, when_empty, cleaned_to, &mut |r| {
-        let keep = retains(map, job.now, info, r);
+        let keep = !aborted && retains(map, job.now, info, r);
         removed += u64::from(!keep);
         keep
     })?;

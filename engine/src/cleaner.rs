@@ -18,7 +18,9 @@
 //! 3. off the shard ([`crate::clean_job`]): fills a key → latest-offset map
 //!    from the dirty segments, then rewrites every cleanable segment, merged
 //!    into groups of at most `segment.bytes`, keeping the records the map
-//!    does not make obsolete ([`crate::clean_filter`]);
+//!    does not make obsolete ([`crate::clean_filter`]), without the
+//!    records of aborted transactions and, in time, without the markers
+//!    whose transactions have no data left ([`crate::clean_txn`]);
 //! 4. on the shard, under the flush lock, swaps each group in
 //!    ([`crate::clean_swap`]) if its segments are still the log's and no
 //!    truncation ran meanwhile; readers holding an old segment's descriptor
@@ -40,6 +42,7 @@ use std::sync::Arc;
 
 use crate::clean_job::{self, CleanJob, CleanedGroup, JobSegment, Pace};
 use crate::clean_swap::{self, Manifest};
+use crate::clean_txn::CleanTxns;
 use crate::error::{EngineError, Result};
 use crate::file_cache::FileSlot;
 use crate::log::PartitionLog;
@@ -185,6 +188,7 @@ impl PartitionLog {
             first_dirty: self.first_dirty_offset(),
             ..CleanOutcome::default()
         };
+        let mut txns = CleanTxns::new(&job.aborted);
         for group in clean_job::groups(&job.segments, cleaned_to, job.group_bytes_max) {
             let expected: Vec<Rc<Segment>> = replaced
                 .iter()
@@ -193,11 +197,11 @@ impl PartitionLog {
                 .collect();
             let (job, map) = (job.clone(), map.clone());
             let (written, back) = off_shard(&self.dir, move || {
-                let written = clean_job::clean_group(&job, &group, (&map, cleaned_to), &mut pace);
-                (written, pace)
+                let written = clean_job::clean_group(&job, &group, (&map, cleaned_to), &mut pace, &mut txns);
+                (written, (pace, txns))
             })
             .await?;
-            pace = back;
+            (pace, txns) = back;
             let (group, stats) = written?;
             outcome.bytes_read += stats.bytes_read;
             outcome.bytes_written += stats.bytes_written;

@@ -36,6 +36,7 @@ pub mod clean_filter;
 pub mod clean_job;
 pub mod clean_map;
 pub mod clean_swap;
+pub mod clean_txn;
 pub mod cleaner;
 pub mod clock;
 pub mod compression;

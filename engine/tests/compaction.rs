@@ -323,7 +323,8 @@ fn a_crash_after_the_swap_is_committed_is_completed_at_open() {
         let (map, cleaned_to) = build_map(&job, &mut pace).unwrap();
         let all = groups(&job.segments, cleaned_to, job.group_bytes_max);
         assert_eq!(all.len(), 1);
-        let (group, _) = clean_group(&job, &all[0], (&map, cleaned_to), &mut pace).unwrap();
+        let mut txns = ferrite_engine::clean_txn::CleanTxns::new(&job.aborted);
+        let (group, _) = clean_group(&job, &all[0], (&map, cleaned_to), &mut pace, &mut txns).unwrap();
         let manifest = ferrite_engine::clean_swap::Manifest {
             base: group.base,
             replaces: group.replaces.clone(),

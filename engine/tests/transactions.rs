@@ -157,3 +157,149 @@ fn a_snapshot_of_history_cut_away_is_never_read_back() {
         log.close().await.unwrap();
     });
 }
+
+/// A keyed batch of producer `pid` (transactional or not), one record per
+/// key, the offsets given by the log.
+fn keyed(pid: i64, seq: i32, transactional: bool, keys: &[&str], ts: i64) -> BytesMut {
+    let records: Vec<ferrite_engine::record::Record<'_>> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| ferrite_engine::record::Record {
+            offset_delta: i as i32,
+            timestamp_delta: 0,
+            key: Some(k.as_bytes()),
+            value: Some(b"v"),
+            headers: Vec::new(),
+        })
+        .collect();
+    let mut b = batch::build_batch_of_records(Offset(0), TimestampMs(ts), &records);
+    if transactional {
+        b[21..23].copy_from_slice(&ATTR_TRANSACTIONAL.to_be_bytes());
+    }
+    batch::set_producer(&mut b, ProducerId(pid), 0, seq);
+    BytesMut::from(&b[..])
+}
+
+/// Every batch of the log: (base offset, producer id, is control, records).
+async fn batches(log: &PartitionLog) -> Vec<(i64, i64, bool, i32)> {
+    read_all(log, log.log_start_offset(), 1 << 20)
+        .await
+        .iter()
+        .map(|b| {
+            let i = batch::validate(b, b.len(), batch::Validation::Stored).expect("valid");
+            (i.base_offset.0, i.producer_id.0, i.is_control, i.record_count)
+        })
+        .collect()
+}
+
+/// Compaction and transactions (KIP-98's cleaning rules): an aborted
+/// transaction's records go at the first pass; its marker, and a committed
+/// transaction's marker whose records are all gone, are stamped with a
+/// delete horizon by the next pass and removed by one after it; committed
+/// records stay at their offsets; and the log rebuilt from its batches has
+/// no transaction left open.
+#[test]
+fn the_cleaner_removes_aborted_records_then_their_markers() {
+    use ferrite_engine::cleaner::CleanerParams;
+    use ferrite_engine::log_config::{CleanupPolicy, DirtyRatio};
+    const HOUR_MS: i64 = 3_600_000;
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock = manual_clock();
+        let dyn_clock: Rc<dyn Clock> = clock.clone();
+        let config = LogConfig {
+            segment_bytes: 150,
+            cleanup_policy: CleanupPolicy::Compact,
+            min_cleanable_dirty_ratio: DirtyRatio(0),
+            delete_retention_ms: HOUR_MS,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(params(
+            dir.path(),
+            config.clone(),
+            WriteMode::Buffered,
+            dyn_clock.clone(),
+        ))
+        .await
+        .unwrap();
+        let coordinator = AppendMode::Coordinator { epoch: LeaderEpoch(3) };
+        let now = clock.now_ms();
+        let marker_now = |pid, m| BytesMut::from(&marker_batch(ProducerId(pid), 0, m, 1, now)[..]);
+        let appends = [
+            (keyed(1, 0, true, &["a"], now.0), LEADER),      // 0: committed
+            (keyed(2, 0, true, &["b", "c"], now.0), LEADER), // 1-2: aborted
+            (marker_now(1, Marker::Commit), coordinator),    // 3
+            (marker_now(2, Marker::Abort), coordinator),     // 4
+            (keyed(3, 0, true, &["a"], now.0), LEADER),      // 5: committed, makes 0 obsolete
+            (marker_now(3, Marker::Commit), coordinator),    // 6
+            (keyed(1, 1, true, &["x"], now.0), LEADER),      // 7: later transactions,
+            (keyed(2, 2, true, &["y"], now.0), LEADER),      // 8: so 0 and 1 are not
+            (marker_now(1, Marker::Commit), coordinator),    // 9: their producers' last
+            (marker_now(2, Marker::Commit), coordinator),    // 10
+            (keyed(-1, -1, false, &["d"], now.0), LEADER),   // 11
+            (keyed(-1, -1, false, &["e"], now.0), LEADER),   // 12
+        ];
+        for (b, mode) in appends {
+            log.append(b, mode).await.expect("append");
+        }
+        assert_eq!(
+            log.aborted_transactions(Offset(0), Offset(100)),
+            vec![(ProducerId(2), Offset(1))]
+        );
+        let params_ = CleanerParams {
+            entries_max: 1 << 20,
+            bytes_per_second: None,
+        };
+        log.clean(params_).await.unwrap().expect("first pass");
+        let after: Vec<(i64, i64, bool, i32)> = batches(&log).await;
+        assert!(!after.iter().any(|b| b.0 == 1), "the aborted batch is gone: {after:?}");
+        assert!(!after.iter().any(|b| b.0 == 0), "the obsolete batch is gone: {after:?}");
+        assert!(
+            after.contains(&(4, 2, true, 1)),
+            "the abort's marker stays a pass: {after:?}"
+        );
+        assert!(after.contains(&(5, 3, false, 1)), "committed data stays: {after:?}");
+        // Second pass: the markers with no data left get a horizon; the
+        // commit marker at 6 (its data at 5 is the latest "a") stays plain.
+        for k in ["f", "g", "h"] {
+            log.append(keyed(-1, -1, false, &[k], now.0), LEADER).await.unwrap();
+        }
+        log.clean(params_).await.unwrap().expect("second pass");
+        let stamped = batches(&log).await;
+        for marker_at in [3, 4] {
+            assert!(
+                stamped.iter().any(|b| b.0 == marker_at),
+                "{marker_at} kept until its horizon: {stamped:?}"
+            );
+        }
+        // Past the horizon: they go; the marker of live data stays.
+        clock.advance_ms(HOUR_MS + 1);
+        for k in ["i", "j", "k"] {
+            log.append(keyed(-1, -1, false, &[k], clock.now_ms().0), LEADER)
+                .await
+                .unwrap();
+        }
+        log.clean(params_).await.unwrap().expect("third pass");
+        let last = batches(&log).await;
+        assert!(!last.iter().any(|b| b.0 == 3 || b.0 == 4), "markers removed: {last:?}");
+        for marker_at in [6, 9, 10] {
+            assert!(
+                last.iter().any(|b| b.0 == marker_at && b.2),
+                "the marker at {marker_at}, of data still there, stays: {last:?}"
+            );
+        }
+        assert_eq!(log.first_unstable_offset(), None);
+        // Rebuilt from the batches alone: nothing is left open.
+        log.close().await.unwrap();
+        let _ = std::fs::remove_file(dir.path().join("producer-state"));
+        let log = PartitionLog::open(params(dir.path(), config, WriteMode::Buffered, dyn_clock))
+            .await
+            .unwrap();
+        assert_eq!(
+            log.first_unstable_offset(),
+            None,
+            "no transaction reopened by the cleaning"
+        );
+        log.close().await.unwrap();
+    });
+}
