@@ -21,6 +21,7 @@ pub mod delete_records;
 pub mod groups;
 pub mod topics;
 pub mod transactions;
+pub mod transactions_abort;
 pub mod users;
 
 use clap::Subcommand;
@@ -76,7 +77,7 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: users::UsersCommand,
     },
-    /// Transactions: list, describe, like kafka-transactions.sh (over the Kafka protocol).
+    /// Transactions: list, describe, producers, abort, like kafka-transactions.sh (over the Kafka protocol).
     Transactions {
         /// A broker to talk to (may also follow the subcommand).
         #[arg(long, global = true, default_value = "127.0.0.1:9092")]

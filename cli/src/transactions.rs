@@ -7,6 +7,8 @@
 //!   transaction) and prints its state (DescribeTransactions v0): producer
 //!   id and epoch, state, timeout, start time and the partitions of the
 //!   open transaction.
+//! - `producers --topic T --partition P` and `abort ...`: see
+//!   [`crate::transactions_abort`].
 
 use clap::Subcommand;
 use ferrite_client::codec::{self, METADATA_V};
@@ -35,6 +37,16 @@ pub enum TransactionsCommand {
         /// The transactional id.
         id: String,
     },
+    /// A partition's producers and the first offset of each one's open
+    /// transaction (DescribeProducers), like describe-producers.
+    Producers {
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: i32,
+    },
+    /// Ends a hanging transaction on one partition with an ABORT marker.
+    Abort(crate::transactions_abort::AbortArgs),
 }
 
 pub fn run(bootstrap: &str, command: TransactionsCommand, out: &mut dyn std::io::Write) -> Result<(), ClientError> {
@@ -62,6 +74,30 @@ pub fn run(bootstrap: &str, command: TransactionsCommand, out: &mut dyn std::io:
                     writeln!(out, "partition: {}-{p}", t.topic).map_err(w)?;
                 }
             }
+        }
+        TransactionsCommand::Producers { topic, partition } => {
+            writeln!(
+                out,
+                "producer_id\tepoch\tlast_sequence\tlast_timestamp\ttxn_start_offset"
+            )
+            .map_err(w)?;
+            for p in crate::transactions_abort::producers(bootstrap, &topic, partition)? {
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}\t{}",
+                    p.producer_id.0, p.producer_epoch, p.last_sequence, p.last_timestamp, p.current_txn_start_offset
+                )
+                .map_err(w)?;
+            }
+        }
+        TransactionsCommand::Abort(a) => {
+            let (id, epoch) = crate::transactions_abort::abort(bootstrap, &a)?;
+            writeln!(
+                out,
+                "aborted the transaction of producer {} (epoch {epoch}) on {}-{}",
+                id.0, a.topic, a.partition
+            )
+            .map_err(w)?;
         }
     }
     Ok(())

@@ -469,6 +469,11 @@ impl PartitionLog {
         first.map(|f| f.max(self.log_start_offset()))
     }
 
+    /// The producers this partition knows (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<crate::producer_state::ActiveProducer> {
+        self.producers.borrow().active()
+    }
+
     /// The aborted transactions a `read_committed` read of `[from, upper)`
     /// reports, as `(producer id, first offset)`.
     pub fn aborted_transactions(&self, from: Offset, upper: Offset) -> Vec<(crate::types::ProducerId, Offset)> {

@@ -72,6 +72,18 @@ pub struct BatchSeq {
     pub last_offset: Offset,
 }
 
+/// One producer a partition knows, as an operator sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: ProducerId,
+    /// -1: not known (only its open transaction is).
+    pub epoch: i16,
+    pub last_sequence: Option<i32>,
+    pub last_timestamp: Option<TimestampMs>,
+    /// First offset of its open transaction here.
+    pub txn_start: Option<Offset>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProducerEntry {
     pub epoch: i16,
@@ -152,6 +164,36 @@ impl ProducerStates {
 
     pub fn get(&self, producer_id: ProducerId) -> Option<&ProducerEntry> {
         self.producers.get(&producer_id)
+    }
+
+    /// Every producer known here, with its open transaction's first offset
+    /// (DescribeProducers), by producer id.
+    pub fn active(&self) -> Vec<ActiveProducer> {
+        let mut out: Vec<ActiveProducer> = self
+            .producers
+            .iter()
+            .map(|(id, e)| ActiveProducer {
+                producer_id: *id,
+                epoch: e.epoch,
+                last_sequence: e.batches.back().map(|b| b.last_seq),
+                last_timestamp: Some(e.last_timestamp),
+                txn_start: self.txns.open_since(*id),
+            })
+            .collect();
+        // A transaction whose producer's entry was evicted is still open.
+        for (id, first) in self.txns.open() {
+            if !self.producers.contains_key(&id) {
+                out.push(ActiveProducer {
+                    producer_id: id,
+                    epoch: -1,
+                    last_sequence: None,
+                    last_timestamp: None,
+                    txn_start: Some(first),
+                });
+            }
+        }
+        out.sort_by_key(|p| p.producer_id);
+        out
     }
 
     /// The partition's transactions.

@@ -31,6 +31,7 @@ pub enum ApiKey {
     TxnOffsetCommit,
     DescribeTransactions,
     ListTransactions,
+    DescribeProducers,
     FindCoordinator,
     JoinGroup,
     Heartbeat,
@@ -222,6 +223,13 @@ pub const SUPPORTED: &[ApiSupport] = &[
         min: 0,
         max: super::txn_admin::LIST_TRANSACTIONS_VERSION_MAX,
         flexible_from: super::txn_admin::LIST_TRANSACTIONS_FLEXIBLE_FROM,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeProducers,
+        code: super::describe_producers::API_KEY,
+        min: 0,
+        max: super::describe_producers::VERSION_MAX,
+        flexible_from: super::describe_producers::FLEXIBLE_FROM,
     },
     // The consumer-group APIs (classic protocol).
     ApiSupport {
@@ -434,6 +442,7 @@ impl ApiKey {
             ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
             ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
             ApiKey::DescribeTransactions => "DescribeTransactions",
+            ApiKey::DescribeProducers => "DescribeProducers",
             ApiKey::ListTransactions => "ListTransactions",
             ApiKey::FindCoordinator => "FindCoordinator",
             ApiKey::JoinGroup => "JoinGroup",

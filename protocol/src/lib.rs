@@ -30,6 +30,7 @@ pub mod controlled_shutdown;
 pub mod controller_rpc;
 pub mod delete_records;
 pub mod describe_cluster;
+pub mod describe_producers;
 pub mod elect_leaders;
 pub mod errors;
 pub mod fetch;

@@ -9,6 +9,7 @@ use super::configs::{AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlt
 use super::controlled_shutdown::ControlledShutdownRequest;
 use super::controller_rpc::ControllerRpc;
 use super::delete_records::DeleteRecordsRequest;
+use super::describe_producers::DescribeProducersRequest;
 use super::elect_leaders::ElectLeadersRequest;
 use super::fetch::FetchRequest;
 use super::group_membership::{
@@ -60,6 +61,7 @@ pub enum RequestBody {
     WriteTxnMarkers(WriteTxnMarkersRequest),
     TxnOffsetCommit(TxnOffsetCommitRequest),
     DescribeTransactions(DescribeTransactionsRequest),
+    DescribeProducers(DescribeProducersRequest),
     ListTransactions(ListTransactionsRequest),
     SaslHandshake(SaslHandshakeRequest),
     SaslAuthenticate(SaslAuthenticateRequest),
@@ -168,6 +170,7 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::WriteTxnMarkers => RequestBody::WriteTxnMarkers(WriteTxnMarkersRequest::decode(r, v)?),
         ApiKey::TxnOffsetCommit => RequestBody::TxnOffsetCommit(TxnOffsetCommitRequest::decode(r, v)?),
         ApiKey::DescribeTransactions => RequestBody::DescribeTransactions(DescribeTransactionsRequest::decode(r, v)?),
+        ApiKey::DescribeProducers => RequestBody::DescribeProducers(DescribeProducersRequest::decode(r, v)?),
         ApiKey::ListTransactions => RequestBody::ListTransactions(ListTransactionsRequest::decode(r, v)?),
         ApiKey::FindCoordinator => RequestBody::FindCoordinator(FindCoordinatorRequest::decode(r, v)?),
         ApiKey::JoinGroup => RequestBody::JoinGroup(JoinGroupRequest::decode(r, v)?),

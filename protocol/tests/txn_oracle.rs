@@ -14,6 +14,7 @@ use std::fmt::Debug;
 use bytes::{Bytes, BytesMut};
 use ferrite_ids::{LeaderEpoch, Offset, ProducerId};
 use ferrite_protocol::api::ApiKey;
+use ferrite_protocol::describe_producers as dp;
 use ferrite_protocol::group_offsets::{OffsetPartitionResult, OffsetTopicResult};
 use ferrite_protocol::header::write_response_header;
 use ferrite_protocol::request::{decode_frame, Decoded, FrameError, RequestBody};
@@ -93,7 +94,9 @@ codec!(
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     ListTransactionsRequest,
-    ListTransactionsResponse
+    ListTransactionsResponse,
+    dp::DescribeProducersRequest,
+    dp::DescribeProducersResponse
 );
 
 /// The oracle's request, framed, decodes to `want`; ours decodes there to
@@ -586,7 +589,7 @@ fn list_transactions_matches_the_oracle() {
 /// are refused at the header, before any body is read.
 #[test]
 fn versions_past_ours_are_unsupported() {
-    let past = [(24, 4), (25, 4), (26, 4), (27, 2), (28, 4), (65, 1), (66, 2)];
+    let past = [(24, 4), (25, 4), (26, 4), (27, 2), (28, 4), (61, 1), (65, 1), (66, 2)];
     for (key, version) in past {
         let mut w = Writer::new();
         w.i16(key);
@@ -599,5 +602,70 @@ fn versions_past_ours_are_unsupported() {
                 if (api_key, api_version) == (key, version)),
             "key {key} v{version}: {got:?}"
         );
+    }
+}
+
+#[test]
+fn describe_producers_matches_the_oracle() {
+    use km::describe_producers_request::TopicRequest;
+    use km::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
+    let ours = dp::DescribeProducersRequest {
+        topics: vec![TopicPartitions {
+            topic: "t".into(),
+            partitions: vec![0, 3],
+        }],
+    };
+    let theirs = km::DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
+        .with_name(tn("t"))
+        .with_partition_indexes(vec![0, 3])]);
+    let producer = dp::ProducerDescription {
+        producer_id: ProducerId(9),
+        producer_epoch: 2,
+        last_sequence: 40,
+        last_timestamp: 1_700_000_000_000,
+        coordinator_epoch: -1,
+        current_txn_start_offset: 17,
+    };
+    let resp = dp::DescribeProducersResponse {
+        throttle_time_ms: 1,
+        topics: vec![TopicPartitions {
+            topic: "t".into(),
+            partitions: vec![
+                dp::PartitionProducers {
+                    partition_index: 0,
+                    error_code: 0,
+                    error_message: None,
+                    active_producers: vec![producer],
+                },
+                dp::PartitionProducers {
+                    partition_index: 3,
+                    error_code: 6,
+                    error_message: Some("not the leader".into()),
+                    active_producers: vec![],
+                },
+            ],
+        }],
+    };
+    let theirs_resp = km::DescribeProducersResponse::default()
+        .with_throttle_time_ms(1)
+        .with_topics(vec![TopicResponse::default().with_name(tn("t")).with_partitions(vec![
+            PartitionResponse::default()
+                .with_partition_index(0)
+                .with_active_producers(vec![ProducerState::default()
+                    .with_producer_id(km::ProducerId(9))
+                    .with_producer_epoch(2)
+                    .with_last_sequence(40)
+                    .with_last_timestamp(1_700_000_000_000)
+                    .with_coordinator_epoch(-1)
+                    .with_current_txn_start_offset(17)]),
+            PartitionResponse::default()
+                .with_partition_index(3)
+                .with_error_code(6)
+                .with_error_message(Some(s("not the leader"))),
+        ])]);
+    for v in versions::<km::DescribeProducersRequest>(dp::VERSION_MAX) {
+        let want = RequestBody::DescribeProducers(ours.clone());
+        check_request(ApiKey::DescribeProducers, v, want, &ours, &theirs);
+        check_response(ApiKey::DescribeProducers, v, &resp, &theirs_resp);
     }
 }

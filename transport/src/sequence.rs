@@ -55,7 +55,8 @@ impl Ordering {
             | ApiKey::DescribeUserScramCredentials
             | ApiKey::DescribeAcls
             | ApiKey::DescribeTransactions
-            | ApiKey::ListTransactions => Ordering::Read,
+            | ApiKey::ListTransactions
+            | ApiKey::DescribeProducers => Ordering::Read,
             ApiKey::Produce
             | ApiKey::CreateTopics
             | ApiKey::DeleteTopics

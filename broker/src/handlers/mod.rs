@@ -6,6 +6,7 @@ mod acls;
 mod admin;
 mod configs;
 mod delete_records;
+mod describe_producers;
 mod fetch;
 mod fetch_session;
 pub use fetch_session::FetchSessions;
@@ -193,6 +194,9 @@ async fn transaction_request(
         RequestBody::TxnOffsetCommit(r) => Box::pin(t::txn_offset_commit(shard, access, r, v, b)).await,
         RequestBody::DescribeTransactions(r) => Box::pin(t::describe_transactions(shard, access, r, v, b)).await,
         RequestBody::ListTransactions(r) => Box::pin(t::list_transactions(shard, access, r, v, b)).await,
+        RequestBody::DescribeProducers(r) => {
+            Box::pin(describe_producers::describe_producers(shard, access, r, v, b)).await
+        }
         _ => unreachable!("only transaction requests come here"),
     }
 }
@@ -237,7 +241,8 @@ async fn admin_request(
         | RequestBody::WriteTxnMarkers(_)
         | RequestBody::TxnOffsetCommit(_)
         | RequestBody::DescribeTransactions(_)
-        | RequestBody::ListTransactions(_)) => Box::pin(transaction_request(shard, access, txn, v, b)).await,
+        | RequestBody::ListTransactions(_)
+        | RequestBody::DescribeProducers(_)) => Box::pin(transaction_request(shard, access, txn, v, b)).await,
         // Dispatch's own.
         RequestBody::ApiVersions(_)
         | RequestBody::Metadata(_)
