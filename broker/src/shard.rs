@@ -155,6 +155,8 @@ pub struct BrokerShard {
     pub producer_ids: ProducerIds,
     /// The transactional ids of this shard's `__transaction_state` partitions.
     pub transactions: TxnCoordinator,
+    /// KIP-890's verifications running for this shard's partitions.
+    pub txn_verifications: crate::transactions::verify::Verifications,
     /// Produce responses answered (for `ferrite.fault.produce.drop.response.every`).
     #[cfg(feature = "fault-injection")]
     produce_answers: Cell<u64>,
@@ -186,6 +188,7 @@ impl BrokerShard {
             groups: GroupCoordinator::new(config.groups.clone(), config.offsets.clone()),
             producer_ids: ProducerIds::default(),
             transactions: TxnCoordinator::new(config.transactions.clone()),
+            txn_verifications: Default::default(),
             #[cfg(feature = "fault-injection")]
             produce_answers: Cell::new(0),
             admin_turn: glommio::sync::Semaphore::new(1),

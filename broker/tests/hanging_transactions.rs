@@ -3,9 +3,12 @@
 //! every `read_committed` consumer, until someone ends it: `ferrite
 //! transactions producers` finds it (DescribeProducers) and `ferrite
 //! transactions abort` ends it with an ABORT marker (WriteTxnMarkers), as
-//! `kafka-transactions.sh` does. Here the hanging transaction is made by a
-//! producer that skips AddPartitionsToTxn (KIP-890's verification, which
-//! would refuse its write, is not built).
+//! `kafka-transactions.sh` does. KIP-890's verification keeps them from
+//! forming: a transaction's first write to a partition the coordinator was
+//! not told of is refused (INVALID_TXN_STATE), as is a late write after
+//! the transaction ended. With it turned off
+//! (`transaction.partition.verification.enable=false`) a producer that
+//! skips AddPartitionsToTxn leaves one, and the tools end it.
 
 mod common;
 
@@ -73,18 +76,115 @@ fn latest(c: &mut Client, isolation: i8) -> i64 {
     p.offset
 }
 
-#[test]
-fn a_hanging_transaction_is_found_and_aborted_by_hand() {
-    let b = Broker::start(&[]);
-    let mut c = Client::connect(b.addr());
+/// InitProducerId for a transactional id: (producer id, epoch).
+fn init(c: &mut Client, id: &str) -> (i64, i16) {
     let init = c.call(
         &km::InitProducerIdRequest::default()
-            .with_transactional_id(Some(km::TransactionalId(s("hanger"))))
+            .with_transactional_id(Some(km::TransactionalId(s(id))))
             .with_transaction_timeout_ms(60_000),
         4,
     );
     assert_eq!(init.error_code, 0);
-    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    (init.producer_id.0, init.producer_epoch)
+}
+
+const INVALID_TXN_STATE: i16 = 48;
+
+#[test]
+fn a_write_the_coordinator_was_not_told_of_is_refused() {
+    let b = Broker::start(&[]);
+    let mut c = Client::connect(b.addr());
+    let (pid, epoch) = init(&mut c, "verified");
+    assert_eq!(produce(&mut c, batch(-1, -1, -1, false), None), (0, 0));
+    let (code, _) = produce(&mut c, batch(pid, epoch, 0, true), Some("verified"));
+    assert_eq!(code, INVALID_TXN_STATE, "no AddPartitionsToTxn: refused");
+    assert_eq!(
+        latest(&mut c, 1),
+        1,
+        "nothing opened: the last stable offset is the log end"
+    );
+
+    // Told: the write passes, and the transaction commits.
+    let add = c.call(
+        &km::AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(km::TransactionalId(s("verified")))
+            .with_v3_and_below_producer_id(km::ProducerId(pid))
+            .with_v3_and_below_producer_epoch(epoch)
+            .with_v3_and_below_topics(vec![
+                km::add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(s("hang")))
+                    .with_partitions(vec![0]),
+            ]),
+        3,
+    );
+    let added = &add.results_by_topic_v3_and_below[0].results_by_partition[0];
+    assert_eq!(added.partition_error_code, 0);
+    // What a leader asks (AddPartitionsToTxn v4, verify_only): partition 0
+    // is in the transaction, 1 is not.
+    let asked = c.call(
+        &km::AddPartitionsToTxnRequest::default().with_transactions(vec![
+            km::add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+                .with_transactional_id(km::TransactionalId(s("verified")))
+                .with_producer_id(km::ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_verify_only(true)
+                .with_topics(vec![
+                    km::add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                        .with_name(TopicName(s("hang")))
+                        .with_partitions(vec![0, 1]),
+                ]),
+        ]),
+        4,
+    );
+    assert_eq!(asked.error_code, 0);
+    let codes: Vec<(i32, i16)> = asked.results_by_transaction[0].topic_results[0]
+        .results_by_partition
+        .iter()
+        .map(|p| (p.partition_index, p.partition_error_code))
+        .collect();
+    assert_eq!(codes, vec![(0, 0), (1, INVALID_TXN_STATE)]);
+    assert_eq!(produce(&mut c, batch(pid, epoch, 0, true), Some("verified")), (0, 1));
+    assert_eq!(
+        produce(&mut c, batch(pid, epoch, 1, true), Some("verified")),
+        (0, 2),
+        "open: no asking"
+    );
+    assert_eq!(latest(&mut c, 1), 1, "open");
+    let end = c.call(
+        &km::EndTxnRequest::default()
+            .with_transactional_id(km::TransactionalId(s("verified")))
+            .with_producer_id(km::ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_committed(true),
+        3,
+    );
+    assert_eq!(end.error_code, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while latest(&mut c, 1) != 4 {
+        assert!(std::time::Instant::now() < deadline, "the commit marker never landed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // A late write of the ended transaction (a retry, a zombie of the
+    // same epoch) would open a transaction nothing ends: refused.
+    // While the coordinator still completes the commit the answer is the
+    // retriable NOT_ENOUGH_REPLICAS (a client retries).
+    const NOT_ENOUGH_REPLICAS: i16 = 19;
+    let late = loop {
+        let (code, _) = produce(&mut c, batch(pid, epoch, 2, true), Some("verified"));
+        if code != NOT_ENOUGH_REPLICAS || std::time::Instant::now() > deadline {
+            break code;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(late, INVALID_TXN_STATE, "after the commit");
+    assert_eq!(latest(&mut c, 1), latest(&mut c, 0), "nothing left open");
+}
+
+#[test]
+fn a_hanging_transaction_is_found_and_aborted_by_hand() {
+    let b = Broker::start(&["transaction.partition.verification.enable=false"]);
+    let mut c = Client::connect(b.addr());
+    let (pid, epoch) = init(&mut c, "hanger");
     assert_eq!(produce(&mut c, batch(-1, -1, -1, false), None), (0, 0));
     // No AddPartitionsToTxn: the coordinator never hears of this partition.
     assert_eq!(produce(&mut c, batch(pid, epoch, 0, true), Some("hanger")), (0, 1));

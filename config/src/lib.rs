@@ -502,6 +502,12 @@ impl BrokerConfig {
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
                     self.transactions.abort_check_interval_ms = num(k, v)?
                 }
+                "transaction.partition.verification.enable" => {
+                    self.transactions.verification = match boolean(k, v)? {
+                        true => ferrite_transactions::Verification::Enabled,
+                        false => ferrite_transactions::Verification::Disabled,
+                    }
+                }
                 "ferrite.fault.produce.drop.response.every" => {
                     let every: u64 = num(k, v)?;
                     if every != 0 && !cfg!(feature = "fault-injection") {

@@ -469,6 +469,11 @@ impl PartitionLog {
         first.map(|f| f.max(self.log_start_offset()))
     }
 
+    /// Whether `producer_id` has a transaction open here.
+    pub fn txn_open(&self, producer_id: crate::types::ProducerId) -> bool {
+        self.producers.borrow().txns().open_since(producer_id).is_some()
+    }
+
     /// The producers this partition knows (DescribeProducers).
     pub fn active_producers(&self) -> Vec<crate::producer_state::ActiveProducer> {
         self.producers.borrow().active()

@@ -54,6 +54,7 @@ pub mod topics_admin;
 pub mod txn_admin;
 pub mod txn_offset_commit;
 pub mod txn_producer;
+pub mod txn_verify;
 pub mod update_metadata;
 pub mod wire;
 pub mod write_txn_markers;

@@ -56,6 +56,8 @@ pub enum RequestBody {
     DeleteRecords(DeleteRecordsRequest),
     InitProducerId(InitProducerIdRequest),
     AddPartitionsToTxn(AddPartitionsToTxnRequest),
+    /// v4: the brokers' batched form (KIP-890's verification).
+    AddPartitionsToTxnBatch(super::txn_verify::AddPartitionsToTxnBatch),
     AddOffsetsToTxn(AddOffsetsToTxnRequest),
     EndTxn(EndTxnRequest),
     WriteTxnMarkers(WriteTxnMarkersRequest),
@@ -164,6 +166,9 @@ fn decode_body(r: &mut Reader, api: ApiSupport, v: i16, flexible: bool) -> Resul
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(r, v)?),
         ApiKey::DeleteRecords => RequestBody::DeleteRecords(DeleteRecordsRequest::decode(r, v)?),
         ApiKey::InitProducerId => RequestBody::InitProducerId(InitProducerIdRequest::decode(r, v)?),
+        ApiKey::AddPartitionsToTxn if v >= super::txn_verify::BATCHED_FROM => {
+            RequestBody::AddPartitionsToTxnBatch(super::txn_verify::AddPartitionsToTxnBatch::decode(r, v)?)
+        }
         ApiKey::AddPartitionsToTxn => RequestBody::AddPartitionsToTxn(AddPartitionsToTxnRequest::decode(r, v)?),
         ApiKey::AddOffsetsToTxn => RequestBody::AddOffsetsToTxn(AddOffsetsToTxnRequest::decode(r, v)?),
         ApiKey::EndTxn => RequestBody::EndTxn(EndTxnRequest::decode(r, v)?),

@@ -3,8 +3,9 @@
 //! ending it. Both directions: the broker decodes requests and encodes
 //! answers; a transactional producer does the reverse.
 //!
-//! AddPartitionsToTxn (key 24), v0-3, flexible from v3. v4+ (KIP-890: a
-//! batch of transactions, from broker to coordinator) is not spoken.
+//! AddPartitionsToTxn (key 24), v0-3, flexible from v3. v4 (KIP-890: a
+//! batch of transactions, from broker to coordinator) is
+//! [`crate::txn_verify`]; v5 is not spoken.
 //! Request: transactional_id string, producer_id int64, producer_epoch
 //! int16, topics [name string, partitions [int32]].
 //! Response: throttle_time_ms int32, results [name string, results
@@ -30,7 +31,7 @@ use super::topic_partitions::{PartitionError, TopicPartitions};
 use super::wire::{Reader, WireResult, Writer};
 
 pub const ADD_PARTITIONS_TO_TXN_KEY: i16 = 24;
-pub const ADD_PARTITIONS_TO_TXN_VERSION_MAX: i16 = 3;
+pub const ADD_PARTITIONS_TO_TXN_VERSION_MAX: i16 = 4;
 pub const ADD_PARTITIONS_TO_TXN_FLEXIBLE_FROM: i16 = 3;
 pub const ADD_OFFSETS_TO_TXN_KEY: i16 = 25;
 pub const ADD_OFFSETS_TO_TXN_VERSION_MAX: i16 = 3;
@@ -273,7 +274,7 @@ mod tests {
                 ],
             }],
         };
-        for v in 0..=ADD_PARTITIONS_TO_TXN_VERSION_MAX {
+        for v in 0..crate::txn_verify::BATCHED_FROM {
             let bytes = round_trip(&req, |x, w| x.encode(w, v), |r| AddPartitionsToTxnRequest::decode(r, v));
             every_prefix_fails(&bytes, |r| AddPartitionsToTxnRequest::decode(r, v));
             let bytes = round_trip(

@@ -25,7 +25,7 @@ use ferrite_protocol::txn_offset_commit::{
 };
 use ferrite_protocol::txn_producer::*;
 use ferrite_protocol::wire::{Reader, WireResult, Writer};
-use ferrite_protocol::{txn_offset_commit, write_txn_markers};
+use ferrite_protocol::{txn_offset_commit, txn_verify, write_txn_markers};
 use kafka_protocol::messages as km;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
@@ -96,7 +96,9 @@ codec!(
     ListTransactionsRequest,
     ListTransactionsResponse,
     dp::DescribeProducersRequest,
-    dp::DescribeProducersResponse
+    dp::DescribeProducersResponse,
+    txn_verify::AddPartitionsToTxnBatch,
+    txn_verify::AddPartitionsToTxnBatchResponse
 );
 
 /// The oracle's request, framed, decodes to `want`; ours decodes there to
@@ -215,7 +217,7 @@ fn add_partitions_to_txn_matches_the_oracle() {
         .with_results_by_topic_v3_and_below(vec![AddPartitionsToTxnTopicResult::default()
             .with_name(tn("orders"))
             .with_results_by_partition(vec![partition(0, 0), partition(7, 48)])]);
-    for v in versions::<km::AddPartitionsToTxnRequest>(ADD_PARTITIONS_TO_TXN_VERSION_MAX) {
+    for v in versions::<km::AddPartitionsToTxnRequest>(txn_verify::BATCHED_FROM - 1) {
         let want = RequestBody::AddPartitionsToTxn(ours.clone());
         check_request(ApiKey::AddPartitionsToTxn, v, want, &ours, &theirs);
         check_response(ApiKey::AddPartitionsToTxn, v, &resp, &theirs_resp);
@@ -589,7 +591,7 @@ fn list_transactions_matches_the_oracle() {
 /// are refused at the header, before any body is read.
 #[test]
 fn versions_past_ours_are_unsupported() {
-    let past = [(24, 4), (25, 4), (26, 4), (27, 2), (28, 4), (61, 1), (65, 1), (66, 2)];
+    let past = [(24, 5), (25, 4), (26, 4), (27, 2), (28, 4), (61, 1), (65, 1), (66, 2)];
     for (key, version) in past {
         let mut w = Writer::new();
         w.i16(key);
@@ -668,4 +670,57 @@ fn describe_producers_matches_the_oracle() {
         check_request(ApiKey::DescribeProducers, v, want, &ours, &theirs);
         check_response(ApiKey::DescribeProducers, v, &resp, &theirs_resp);
     }
+}
+
+#[test]
+fn the_batched_add_partitions_to_txn_matches_the_oracle() {
+    use km::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
+    use km::add_partitions_to_txn_response::{
+        AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+    };
+    let ours = txn_verify::AddPartitionsToTxnBatch {
+        transactions: vec![txn_verify::TxnToVerify {
+            transactional_id: "tx-1".into(),
+            producer_id: ProducerId(4000),
+            producer_epoch: 3,
+            verify_only: true,
+            topics: vec![TopicPartitions {
+                topic: "orders".into(),
+                partitions: vec![0, 7],
+            }],
+        }],
+    };
+    let theirs =
+        km::AddPartitionsToTxnRequest::default().with_transactions(vec![AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(txn("tx-1"))
+            .with_producer_id(pid(ProducerId(4000)))
+            .with_producer_epoch(3)
+            .with_verify_only(true)
+            .with_topics(vec![AddPartitionsToTxnTopic::default()
+                .with_name(tn("orders"))
+                .with_partitions(vec![0, 7])])]);
+    let resp = txn_verify::AddPartitionsToTxnBatchResponse {
+        throttle_time_ms: 0,
+        error_code: 0,
+        results: vec![txn_verify::TxnVerified {
+            transactional_id: "tx-1".into(),
+            topics: vec![errors("orders", &[(0, 0), (7, 48)])],
+        }],
+    };
+    let partition = |partition_index, partition_error_code| {
+        AddPartitionsToTxnPartitionResult::default()
+            .with_partition_index(partition_index)
+            .with_partition_error_code(partition_error_code)
+    };
+    let theirs_resp =
+        km::AddPartitionsToTxnResponse::default().with_results_by_transaction(vec![AddPartitionsToTxnResult::default(
+        )
+        .with_transactional_id(txn("tx-1"))
+        .with_topic_results(vec![AddPartitionsToTxnTopicResult::default()
+            .with_name(tn("orders"))
+            .with_results_by_partition(vec![partition(0, 0), partition(7, 48)])])]);
+    let v = txn_verify::BATCHED_FROM;
+    let want = RequestBody::AddPartitionsToTxnBatch(ours.clone());
+    check_request(ApiKey::AddPartitionsToTxn, v, want, &ours, &theirs);
+    check_response(ApiKey::AddPartitionsToTxn, v, &resp, &theirs_resp);
 }

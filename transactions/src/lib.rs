@@ -36,6 +36,16 @@ pub struct TxnConfig {
     pub timeout_ms_max: i32,
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`
     pub abort_check_interval_ms: u64,
+    /// `transaction.partition.verification.enable` (KIP-890).
+    pub verification: Verification,
+}
+
+/// Whether a partition's leader asks the coordinator before a transaction's
+/// first write there (KIP-890).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verification {
+    Enabled,
+    Disabled,
 }
 
 impl Default for TxnConfig {
@@ -47,6 +57,7 @@ impl Default for TxnConfig {
             segment_bytes: 100 << 20,
             timeout_ms_max: 900_000,
             abort_check_interval_ms: 10_000,
+            verification: Verification::Enabled,
         }
     }
 }

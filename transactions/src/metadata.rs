@@ -257,6 +257,21 @@ impl TxnMeta {
         }
     }
 
+    /// KIP-890's verification: whether `caller`'s transaction is open and
+    /// holds `partition`, so that its leader may append the transaction's
+    /// first batch there. Not in it: INVALID_TXN_STATE (the write is
+    /// refused); ending: CONCURRENT_TRANSACTIONS (retried, then refused).
+    pub fn verify(&self, caller: Caller, partition: &TopicPartition) -> Result<(), TxnError> {
+        self.check_caller(caller)?;
+        match self.status {
+            TxnStatus::PrepareCommit | TxnStatus::PrepareAbort | TxnStatus::PrepareEpochFence => {
+                Err(TxnError::ConcurrentTransactions)
+            }
+            TxnStatus::Ongoing if self.partitions.contains(partition) => Ok(()),
+            _ => Err(TxnError::InvalidTxnState),
+        }
+    }
+
     /// EndTxn: commit or abort the open transaction.
     pub fn end(&self, caller: Caller, commit: bool, now_ms: i64) -> Result<EndStep, TxnError> {
         self.check_caller(caller)?;

@@ -257,3 +257,42 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn verification_passes_only_for_a_partition_of_the_open_transaction() {
+    let m = TxnMeta::fresh(ProducerId(9), 60_000, NOW);
+    assert_eq!(
+        m.verify(caller(&m), &tp("a", 0)),
+        Err(TxnError::InvalidTxnState),
+        "nothing open"
+    );
+    let open = m.add_partitions(caller(&m), &[tp("a", 0)], NOW).unwrap().unwrap();
+    assert_eq!(open.verify(caller(&open), &tp("a", 0)), Ok(()));
+    assert_eq!(open.verify(caller(&open), &tp("a", 1)), Err(TxnError::InvalidTxnState));
+    let old = Caller {
+        producer_id: open.producer_id,
+        producer_epoch: open.producer_epoch - 1,
+    };
+    assert_eq!(open.verify(old, &tp("a", 0)), Err(TxnError::ProducerFenced));
+    let stranger = Caller {
+        producer_id: ProducerId(10),
+        producer_epoch: open.producer_epoch,
+    };
+    assert_eq!(
+        open.verify(stranger, &tp("a", 0)),
+        Err(TxnError::InvalidProducerIdMapping)
+    );
+    let EndStep::Prepare(prepared) = open.end(caller(&open), true, NOW + 1).unwrap() else {
+        panic!("prepares")
+    };
+    assert_eq!(
+        prepared.verify(caller(&prepared), &tp("a", 0)),
+        Err(TxnError::ConcurrentTransactions)
+    );
+    let done = prepared.complete(NOW + 2);
+    assert_eq!(
+        done.verify(caller(&done), &tp("a", 0)),
+        Err(TxnError::InvalidTxnState),
+        "a late write after the commit"
+    );
+}

@@ -188,6 +188,9 @@ async fn transaction_request(
     use transactions as t;
     match body {
         RequestBody::AddPartitionsToTxn(r) => Box::pin(t::add_partitions_to_txn(shard, access, r, v, b)).await,
+        RequestBody::AddPartitionsToTxnBatch(r) => {
+            Box::pin(t::add_partitions_to_txn_batch(shard, access, r, v, b)).await
+        }
         RequestBody::AddOffsetsToTxn(r) => Box::pin(t::add_offsets_to_txn(shard, access, r, v, b)).await,
         RequestBody::EndTxn(r) => Box::pin(t::end_txn(shard, access, r, v, b)).await,
         RequestBody::WriteTxnMarkers(r) => Box::pin(t::write_txn_markers(shard, access, r, v, b)).await,
@@ -236,6 +239,7 @@ async fn admin_request(
         RequestBody::ElectLeaders(e) => Box::pin(inter_broker::elect_leaders(shard, access, e, v, b)).await,
         RequestBody::DeleteRecords(d) => Box::pin(delete_records::delete_records(shard, access, d, v, b)).await,
         txn @ (RequestBody::AddPartitionsToTxn(_)
+        | RequestBody::AddPartitionsToTxnBatch(_)
         | RequestBody::AddOffsetsToTxn(_)
         | RequestBody::EndTxn(_)
         | RequestBody::WriteTxnMarkers(_)

@@ -21,10 +21,12 @@ use super::access::Access;
 use super::metadata::auto_create;
 use crate::error_map;
 use crate::shard::BrokerShard;
+use crate::transactions::verify::{self, TxnWriter};
 use ferrite_protocol::errors::ErrorCode;
 use ferrite_protocol::produce::{encode_response, ProducePartitionResponse, ProduceRequest, ProduceTopicResponse};
 use ferrite_protocol::response::ResponseBuilder;
 use ferrite_security::acl::Operation;
+use ferrite_transactions::Verification;
 use ferrite_transport::sequence::Effect;
 
 fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProducePartitionResponse {
@@ -42,6 +44,8 @@ fn failed(index: i32, error: ErrorCode, message: Option<String>) -> ProduceParti
 enum ProduceFailure {
     Engine(EngineError),
     Replica(ReplicaOpError),
+    /// The transaction coordinator did not verify the batch (KIP-890).
+    Unverified(ErrorCode),
 }
 
 impl ProduceFailure {
@@ -49,6 +53,7 @@ impl ProduceFailure {
         match self {
             ProduceFailure::Engine(e) => error_map::engine(e),
             ProduceFailure::Replica(e) => error_map::replica_op(e),
+            ProduceFailure::Unverified(code) => *code,
         }
     }
 
@@ -56,6 +61,9 @@ impl ProduceFailure {
         match self {
             ProduceFailure::Engine(e) => e.to_string(),
             ProduceFailure::Replica(e) => e.to_string(),
+            ProduceFailure::Unverified(_) => {
+                "the transaction coordinator does not know this partition in the producer's transaction".into()
+            }
         }
     }
 }
@@ -103,17 +111,18 @@ async fn append_on_owner(
     epoch: i32,
     records: Bytes,
     acks: (i16, i32),
+    txn: Option<TxnWriter>,
     placed: oneshot::Sender<()>,
 ) -> Result<(Offset, Offset), ProduceFailure> {
     let owner = shard.owner(&tp);
     if owner == shard.id {
-        return append_here(shard.clone(), tp, epoch, records, acks, Some(placed)).await;
+        return append_here(shard.clone(), tp, epoch, records, acks, txn, Some(placed)).await;
     }
     crate::metrics::cross_shard_call();
     let reply = shard
         .handle
         .enqueue(owner, move |s: Rc<BrokerShard>| {
-            append_here(s, tp, epoch, records, acks, None)
+            append_here(s, tp, epoch, records, acks, txn, None)
         })
         .await
         .map_err(ProduceFailure::Engine)?;
@@ -122,12 +131,15 @@ async fn append_on_owner(
 }
 
 /// The append on the shard that owns the partition (see [`append_on_owner`]).
+/// A transaction's first batch here is verified first (`txn`, KIP-890);
+/// nothing is awaited between that and the append.
 async fn append_here(
     s: Rc<BrokerShard>,
     tp: TopicPartition,
     epoch: i32,
     records: Bytes,
     acks: (i16, i32),
+    txn: Option<TxnWriter>,
     placed: Option<oneshot::Sender<()>>,
 ) -> Result<(Offset, Offset), ProduceFailure> {
     let (acks, timeout_ms) = acks;
@@ -142,6 +154,11 @@ async fn append_here(
                 ReplicationError::NotLeader { tp, op: "produce" },
             )));
         };
+        if let Some(w) = &txn {
+            verify::before_append(&s, &tp, replica.log(), w)
+                .await
+                .map_err(ProduceFailure::Unverified)?;
+        }
         let deadline = replicas.cluster.now().plus_ms(timeout_ms.max(0) as u64);
         let info = placed_then(replica.produce(owned, acks_of(acks), deadline), placed)
             .await
@@ -150,6 +167,11 @@ async fn append_here(
         return Ok((info.first_offset, replica.log().log_start_offset()));
     }
     let log = s.logs.served(&tp).map_err(ProduceFailure::Engine)?;
+    if let Some(w) = &txn {
+        verify::before_append(&s, &tp, &log, w)
+            .await
+            .map_err(ProduceFailure::Unverified)?;
+    }
     let mode = AppendMode::Leader {
         epoch: LeaderEpoch(epoch),
     };
@@ -167,10 +189,11 @@ async fn answer_append(
     epoch: i32,
     records: Bytes,
     acks: (i16, i32),
+    txn: Option<TxnWriter>,
     placed: oneshot::Sender<()>,
 ) -> ProducePartitionResponse {
     let index = tp.partition;
-    match append_on_owner(&shard, tp, epoch, records, acks, placed).await {
+    match append_on_owner(&shard, tp, epoch, records, acks, txn, placed).await {
         Ok((base, start)) => ProducePartitionResponse {
             index,
             error: 0,
@@ -282,7 +305,11 @@ pub async fn produce(
                     let tp = TopicPartition::new(t.name.clone(), index);
                     let (tx, rx) = oneshot::channel();
                     placed.push(rx);
-                    appends.push(answer_append(shard.clone(), tp, epoch, records, acks, tx));
+                    let txn = match shard.config.transactions.verification {
+                        Verification::Enabled => TxnWriter::of(p.transactional_id.as_deref(), &records),
+                        Verification::Disabled => None,
+                    };
+                    appends.push(answer_append(shard.clone(), tp, epoch, records, acks, txn, tx));
                     Slot::Append(appends.len() - 1)
                 }
             });

@@ -141,6 +141,84 @@ pub async fn add_partitions_to_txn(
     .encode(&mut b.w, v);
 }
 
+/// AddPartitionsToTxn v4, a broker's batched form: each transaction's
+/// partitions verified (`verify_only`, KIP-890: a leader about to append a
+/// transaction's first batch) or added; needs CLUSTER_ACTION.
+pub async fn add_partitions_to_txn_batch(
+    shard: &Rc<BrokerShard>,
+    access: &Access,
+    req: ferrite_protocol::txn_verify::AddPartitionsToTxnBatch,
+    v: i16,
+    b: &mut ResponseBuilder,
+) {
+    use ferrite_protocol::txn_verify::AddPartitionsToTxnBatchResponse;
+    let allowed = access.allows_cluster(Operation::ClusterAction);
+    let mut results = Vec::with_capacity(req.transactions.len());
+    for t in req.transactions.into_iter().filter(|_| allowed) {
+        results.push(verify_or_add(shard, t, v).await);
+    }
+    let error_code = match allowed {
+        true => ErrorCode::None,
+        false => ErrorCode::ClusterAuthorizationFailed,
+    };
+    AddPartitionsToTxnBatchResponse {
+        throttle_time_ms: 0,
+        error_code: error_code.code(),
+        results,
+    }
+    .encode(&mut b.w, v);
+}
+
+/// One transaction of an AddPartitionsToTxn v4.
+async fn verify_or_add(
+    shard: &Rc<BrokerShard>,
+    t: ferrite_protocol::txn_verify::TxnToVerify,
+    v: i16,
+) -> ferrite_protocol::txn_verify::TxnVerified {
+    let caller = Caller {
+        producer_id: t.producer_id,
+        producer_epoch: t.producer_epoch,
+    };
+    let partitions: Vec<TopicPartition> = t
+        .topics
+        .iter()
+        .flat_map(|x| x.partitions.iter().map(|p| TopicPartition::new(x.topic.clone(), *p)))
+        .collect();
+    let code_of = |r: Result<(), TxnError>| r.map_or_else(|e| error_map::txn(e, v, FENCED_FROM), |()| ErrorCode::None);
+    let codes: Vec<ErrorCode> = if t.verify_only {
+        let mut codes = Vec::with_capacity(partitions.len());
+        for tp in &partitions {
+            let (id, tp) = (t.transactional_id.clone(), tp.clone());
+            let verified = on_txn_coordinator(shard, &t.transactional_id, move |s| async move {
+                s.transactions.verify(&s, &id, caller, &tp).await
+            })
+            .await;
+            codes.push(code_of(verified));
+        }
+        codes
+    } else {
+        let (id, all) = (t.transactional_id.clone(), partitions.clone());
+        let added = on_txn_coordinator(shard, &t.transactional_id, move |s| async move {
+            s.transactions.add_partitions(&s, &id, caller, all).await
+        })
+        .await;
+        vec![code_of(added); partitions.len()]
+    };
+    let topics = TopicPartitions::from_runs(partitions.into_iter().zip(codes).map(|(tp, c)| {
+        (
+            tp.topic,
+            PartitionError {
+                partition_index: tp.partition,
+                error_code: c.code(),
+            },
+        )
+    }));
+    ferrite_protocol::txn_verify::TxnVerified {
+        transactional_id: t.transactional_id,
+        topics,
+    }
+}
+
 pub async fn add_offsets_to_txn(
     shard: &Rc<BrokerShard>,
     access: &Access,

@@ -325,6 +325,29 @@ impl TxnCoordinator {
         }
     }
 
+    /// KIP-890's verification of `partition` for `caller`'s transaction (see
+    /// [`TxnMeta::verify`]), against the id's last written state even while
+    /// a change is in flight (an AddPartitionsToTxn of other partitions
+    /// does not hold up the produce to this one); an id whose first state
+    /// is still being written is CONCURRENT_TRANSACTIONS.
+    pub async fn verify(
+        &self,
+        shard: &Rc<BrokerShard>,
+        id: &str,
+        caller: Caller,
+        partition: &TopicPartition,
+    ) -> Result<(), TxnError> {
+        let p = self.partition_of(id);
+        self.ensure_loaded(shard, p).await?;
+        let slots = self.slots.borrow();
+        let slot = slots.get(&p).ok_or(TxnError::CoordinatorLoadInProgress)?;
+        match slot.txns.get(id) {
+            None => Err(TxnError::InvalidProducerIdMapping),
+            Some(Entry { meta: None, .. }) => Err(TxnError::ConcurrentTransactions),
+            Some(Entry { meta: Some(meta), .. }) => meta.verify(caller, partition),
+        }
+    }
+
     /// EndTxn: answered once the decision is written; the markers follow.
     pub async fn end_txn(
         &self,

@@ -22,7 +22,6 @@ use ferrite_protocol::write_txn_markers::{
     WritableTxnMarker, WriteTxnMarkersRequest, WriteTxnMarkersResponse, API_KEY, VERSION_MAX,
 };
 use ferrite_replication::{BrokerId, RoleKind};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 use crate::coordinator_log::{Sink, TxnMarker};
 use crate::shard::BrokerShard;
@@ -97,6 +96,9 @@ pub async fn write_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, marker:
 }
 
 async fn write_here(s: &Rc<BrokerShard>, tp: &TopicPartition, marker: TxnMarker) -> ErrorCode {
+    // Before any await: a verification of the producer's write running
+    // here asks again (see `verify`).
+    s.txn_verifications.marker_starting(tp, marker.producer_id);
     // A group partition is loaded first, so the marker ends the pending
     // offsets in memory (a load that read the log before the marker was
     // appended would never see it).
@@ -142,16 +144,10 @@ async fn write_remote(
             coordinator_epoch: marker.coordinator_epoch,
         }],
     };
-    let call = call_leader(shard, leader, &request);
-    let timeout = glommio::timer::sleep(Duration::from_millis(REMOTE_TIMEOUT_MS));
-    let answer = futures_lite::future::or(async { Some(call.await) }, async {
-        timeout.await;
-        None
-    })
-    .await;
+    let answer = call_leader(shard, leader, &request).await;
     match answer {
         // What the answer does not say was done is sent again.
-        Some(Ok(response)) => {
+        Ok(response) => {
             let done: std::collections::BTreeSet<(&str, i32)> = response
                 .markers
                 .iter()
@@ -165,11 +161,10 @@ async fn write_remote(
                 .cloned()
                 .collect()
         }
-        Some(Err(e)) => {
+        Err(e) => {
             tracing::debug!(%leader, error = %e, "WriteTxnMarkers failed");
             tps
         }
-        None => tps,
     }
 }
 
@@ -178,21 +173,16 @@ async fn call_leader(
     leader: BrokerId,
     request: &WriteTxnMarkersRequest,
 ) -> std::io::Result<WriteTxnMarkersResponse> {
-    use ferrite_client::codec::{invalid_data, response_body, response_len};
-    let cluster = shard.cluster().ok_or_else(|| invalid_data("not in a cluster"))?;
-    let b = cluster
-        .endpoint(leader)
-        .ok_or_else(|| invalid_data("no address for the leader"))?;
-    let mut stream = glommio::net::TcpStream::connect(format!("{}:{}", b.host, b.port)).await?;
-    let _ = stream.set_nodelay(true);
-    stream.write_all(&request_frame(request)).await?;
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).await?;
-    let len = response_len(size, RESPONSE_BYTES_MAX)?;
-    let mut body = vec![0u8; len];
-    stream.read_exact(&mut body).await?;
-    let mut r = response_body(body, 1, true)?;
-    WriteTxnMarkersResponse::decode(&mut r, VERSION_MAX).map_err(invalid_data)
+    let timeout = Duration::from_millis(REMOTE_TIMEOUT_MS);
+    let mut r = super::inter_broker::call(
+        shard,
+        leader,
+        request_frame(request),
+        (RESPONSE_BYTES_MAX, true),
+        timeout,
+    )
+    .await?;
+    WriteTxnMarkersResponse::decode(&mut r, VERSION_MAX).map_err(ferrite_client::codec::invalid_data)
 }
 
 /// The frame of a WriteTxnMarkers request (size prefix included). v1 is
@@ -200,7 +190,13 @@ async fn call_leader(
 fn request_frame(request: &WriteTxnMarkersRequest) -> bytes::Bytes {
     let mut body = ferrite_protocol::wire::Writer::new();
     request.encode(&mut body, VERSION_MAX);
-    ferrite_client::codec::frame_v2(API_KEY, VERSION_MAX, 1, "ferrite-txn-coordinator", &body.into_bytes())
+    ferrite_client::codec::frame_v2(
+        API_KEY,
+        VERSION_MAX,
+        super::inter_broker::CORRELATION_ID,
+        "ferrite-txn-coordinator",
+        &body.into_bytes(),
+    )
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
 //! The transaction coordinator (KIP-98): the per-shard driver that loads
 //! `__transaction_state` partitions and writes their records
 //! ([`coordinator`]), and the transaction markers it sends to the
-//! partitions of a transaction ([`markers`]). The state and its
+//! partitions of a transaction ([`markers`]); and a partition leader's
+//! check that a transactional write belongs to an open transaction
+//! ([`verify`], KIP-890). The state and its
 //! transitions are in `ferrite-transactions`.
 
 pub mod coordinator;
+pub mod inter_broker;
 pub mod markers;
+pub mod verify;
 
 pub use coordinator::TxnCoordinator;
 pub use ferrite_transactions::{TxnConfig, TxnError, TRANSACTION_STATE_TOPIC};
