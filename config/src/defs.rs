@@ -95,6 +95,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     b!("transaction.state.log.segment.bytes", Int, Some("104857600"), "Segment size of __transaction_state."),
     b!("transaction.max.timeout.ms", Int, Some("900000"), "Longest transaction.timeout.ms a producer may ask."),
     b!("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, Some("10000"), "Milliseconds between two checks for transactions past their timeout."),
+    b!("transactional.id.expiration.ms", Int, Some("604800000"), "Milliseconds a transactional id may stay idle (no transaction open) before the coordinator removes its state."),
+    b!("transaction.remove.expired.transaction.cleanup.interval.ms", Int, Some("3600000"), "Milliseconds between two removals of expired transactional ids."),
     b!("transaction.partition.verification.enable", Boolean, Some("true"), "A partition's leader asks the transaction coordinator before appending a transaction's first batch, refusing a write the coordinator was not told of (KIP-890)."),
     b!("ferrite.fault.produce.drop.response.every", Long, Some("0"), "Ferrite, for tests (builds with the fault-injection feature): drop the answer of every N-th produce (0: never)."),
     b!("ferrite.log.cache.bytes.per.shard", Long, Some("67108864"), "Ferrite: bytes of recent batches a shard's partitions keep in memory together; the longest cached go first."),

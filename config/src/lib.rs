@@ -502,6 +502,15 @@ impl BrokerConfig {
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
                     self.transactions.abort_check_interval_ms = num(k, v)?
                 }
+                "transactional.id.expiration.ms" => {
+                    self.transactions.id_expiration_ms = num(k, v)?;
+                    if self.transactions.id_expiration_ms < 1 {
+                        return Err(invalid(k, v, "expected a positive number of milliseconds"));
+                    }
+                }
+                "transaction.remove.expired.transaction.cleanup.interval.ms" => {
+                    self.transactions.id_expiration_check_interval_ms = num(k, v)?
+                }
                 "transaction.partition.verification.enable" => {
                     self.transactions.verification = match boolean(k, v)? {
                         true => ferrite_transactions::Verification::Enabled,

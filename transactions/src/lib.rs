@@ -38,6 +38,10 @@ pub struct TxnConfig {
     pub abort_check_interval_ms: u64,
     /// `transaction.partition.verification.enable` (KIP-890).
     pub verification: Verification,
+    /// `transactional.id.expiration.ms`: an id idle longer is removed.
+    pub id_expiration_ms: i64,
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`
+    pub id_expiration_check_interval_ms: u64,
 }
 
 /// Whether a partition's leader asks the coordinator before a transaction's
@@ -58,6 +62,8 @@ impl Default for TxnConfig {
             timeout_ms_max: 900_000,
             abort_check_interval_ms: 10_000,
             verification: Verification::Enabled,
+            id_expiration_ms: 604_800_000,
+            id_expiration_check_interval_ms: 3_600_000,
         }
     }
 }

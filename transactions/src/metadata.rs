@@ -316,6 +316,17 @@ impl TxnMeta {
         (open && past).then(|| self.fenced_abort(now_ms))
     }
 
+    /// Whether the id has been idle (no transaction open or ending) for
+    /// longer than `expiration_ms` (`transactional.id.expiration.ms`): its
+    /// state is then removed, as Kafka does.
+    pub fn idle_past(&self, now_ms: i64, expiration_ms: i64) -> bool {
+        let idle = matches!(
+            self.status,
+            TxnStatus::Empty | TxnStatus::CompleteCommit | TxnStatus::CompleteAbort
+        );
+        idle && self.update_ms.saturating_add(expiration_ms) < now_ms
+    }
+
     /// How long the transaction has been open (`None`: none is), for
     /// ListTransactions' duration filter.
     pub fn open_for_ms(&self, now_ms: i64) -> Option<i64> {

@@ -296,3 +296,22 @@ fn verification_passes_only_for_a_partition_of_the_open_transaction() {
         "a late write after the commit"
     );
 }
+
+#[test]
+fn only_an_idle_id_expires_and_only_after_its_expiration() {
+    let m = TxnMeta::fresh(ProducerId(9), 60_000, NOW);
+    assert!(!m.idle_past(NOW + 1_000, 1_000), "not yet");
+    assert!(m.idle_past(NOW + 1_001, 1_000));
+    let open = m.add_partitions(caller(&m), &[tp("a", 0)], NOW).unwrap().unwrap();
+    assert!(
+        !open.idle_past(NOW + 1_000_000, 1_000),
+        "an open transaction is not idle"
+    );
+    let EndStep::Prepare(prepared) = open.end(caller(&open), true, NOW).unwrap() else {
+        panic!("prepares")
+    };
+    assert!(!prepared.idle_past(NOW + 1_000_000, 1_000), "nor an ending one");
+    let done = prepared.complete(NOW + 5);
+    assert!(!done.idle_past(NOW + 1_005, 1_000));
+    assert!(done.idle_past(NOW + 1_006, 1_000), "idle since it completed");
+}

@@ -412,6 +412,51 @@ impl TxnCoordinator {
         }
     }
 
+    /// Removes the state of the ids idle past `transactional.id.expiration.ms`
+    /// (a tombstone in `__transaction_state`, then from memory), as Kafka
+    /// does; a producer using one again starts over with a new producer id.
+    pub async fn remove_expired_ids(&self, shard: &Rc<BrokerShard>) {
+        let now = wall_ms();
+        let expiration_ms = self.config.id_expiration_ms;
+        let idle = |e: &Entry| !e.busy && e.meta.as_ref().is_some_and(|m| m.idle_past(now, expiration_ms));
+        let expired: Vec<(i32, String)> = self
+            .slots
+            .borrow()
+            .iter()
+            .flat_map(|(p, slot)| {
+                slot.txns
+                    .iter()
+                    .filter(|(_, e)| idle(e))
+                    .map(|(id, _)| (*p, id.clone()))
+            })
+            .collect();
+        for (p, id) in expired {
+            // Judged again now: it may have been used meanwhile.
+            let still = self.decide(p, &id, |meta| {
+                let idle = meta.is_some_and(|m| m.idle_past(now, expiration_ms));
+                Ok((idle, idle))
+            });
+            if still != Ok(true) {
+                continue;
+            }
+            let removed = match state_sink(shard, p) {
+                Ok(sink) => sink
+                    .append(&[(encode_key(&id), None)], Writer::Coordinator, self.now())
+                    .await
+                    .is_ok(),
+                Err(_) => false,
+            };
+            let mut slots = self.slots.borrow_mut();
+            let Some(slot) = slots.get_mut(&p) else { continue };
+            if removed {
+                tracing::info!(partition = p, transactional_id = %id, "removed an expired transactional id");
+                slot.txns.remove(&id);
+            } else if let Some(e) = slot.txns.get_mut(&id) {
+                e.busy = false;
+            }
+        }
+    }
+
     /// Loads the partitions this shard serves and has not loaded, so a
     /// coordinator that takes over completes what was decided.
     pub async fn load_served(&self, shard: &Rc<BrokerShard>) {

@@ -23,21 +23,28 @@ use crate::shard::BrokerShard;
 const LOAD_CHECK_MS: u64 = 500;
 
 /// The shard's transaction clock: loads what this shard now serves every
-/// [`LOAD_CHECK_MS`], and aborts what is past its timeout every
-/// `transaction.abort.timed.out.transaction.cleanup.interval.ms`. Ends
+/// [`LOAD_CHECK_MS`], aborts what is past its timeout every
+/// `transaction.abort.timed.out.transaction.cleanup.interval.ms`, and
+/// removes the ids idle past `transactional.id.expiration.ms` every
+/// `transaction.remove.expired.transaction.cleanup.interval.ms`. Ends
 /// when the broker stops.
 pub async fn run_clock(shard: Rc<BrokerShard>) {
-    let expire_every = std::time::Duration::from_millis(shard.transactions.config.abort_check_interval_ms.max(1));
-    let mut expired_at = std::time::Instant::now();
+    use std::time::{Duration, Instant};
+    let config = &shard.transactions.config;
+    let expire_every = Duration::from_millis(config.abort_check_interval_ms.max(1));
+    let remove_every = Duration::from_millis(config.id_expiration_check_interval_ms.max(1));
+    let tick = Duration::from_millis(LOAD_CHECK_MS).min(expire_every).min(remove_every);
+    let (mut expired_at, mut removed_at) = (Instant::now(), Instant::now());
     while !shard.stopping.get() {
-        glommio::timer::sleep(std::time::Duration::from_millis(
-            LOAD_CHECK_MS.min(expire_every.as_millis() as u64),
-        ))
-        .await;
+        glommio::timer::sleep(tick).await;
         shard.transactions.load_served(&shard).await;
         if expired_at.elapsed() >= expire_every {
-            expired_at = std::time::Instant::now();
+            expired_at = Instant::now();
             shard.transactions.abort_expired(&shard).await;
+        }
+        if removed_at.elapsed() >= remove_every {
+            removed_at = Instant::now();
+            shard.transactions.remove_expired_ids(&shard).await;
         }
     }
 }
