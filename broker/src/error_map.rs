@@ -136,5 +136,6 @@ pub fn txn(e: ferrite_transactions::TxnError, version: i16, version_fenced_from:
         T::CoordinatorLoadInProgress => ErrorCode::CoordinatorLoadInProgress,
         T::NotCoordinator => ErrorCode::NotCoordinator,
         T::TransactionalIdAuthorizationFailed => ErrorCode::TransactionalIdAuthorizationFailed,
+        T::TooManyPartitions => ErrorCode::InvalidRequest,
     }
 }

@@ -26,4 +26,6 @@ pub enum TxnError {
     NotCoordinator,
     #[error("not authorized for the transactional id")]
     TransactionalIdAuthorizationFailed,
+    #[error("a transaction holds at most 100000 partitions")]
+    TooManyPartitions,
 }

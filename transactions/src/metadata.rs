@@ -244,6 +244,15 @@ impl TxnMeta {
             _ if partitions.is_empty() => Ok(None),
             TxnStatus::Ongoing if partitions.iter().all(|p| self.partitions.contains(p)) => Ok(None),
             TxnStatus::Ongoing | TxnStatus::Empty | TxnStatus::CompleteCommit | TxnStatus::CompleteAbort => {
+                let held = if self.status == TxnStatus::Ongoing {
+                    self.partitions.len()
+                } else {
+                    0
+                };
+                // The state record must stay loadable (see `log_format`).
+                if held + partitions.len() > crate::log_format::PARTITIONS_MAX {
+                    return Err(TxnError::TooManyPartitions);
+                }
                 let mut next = self.clone();
                 if self.status != TxnStatus::Ongoing {
                     next.start_ms = now_ms;

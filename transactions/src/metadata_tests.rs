@@ -315,3 +315,21 @@ fn only_an_idle_id_expires_and_only_after_its_expiration() {
     assert!(!done.idle_past(NOW + 1_005, 1_000));
     assert!(done.idle_past(NOW + 1_006, 1_000), "idle since it completed");
 }
+
+#[test]
+fn a_transaction_holds_at_most_the_partitions_its_record_can_name() {
+    let m = TxnMeta::fresh(ProducerId(9), 60_000, NOW);
+    let many: Vec<TopicPartition> = (0..crate::log_format::PARTITIONS_MAX as i32)
+        .map(|p| tp("t", p))
+        .collect();
+    let full = m.add_partitions(caller(&m), &many, NOW).unwrap().unwrap();
+    assert_eq!(
+        full.add_partitions(caller(&full), &[tp("u", 0)], NOW),
+        Err(TxnError::TooManyPartitions)
+    );
+    assert_eq!(
+        full.add_partitions(caller(&full), &[tp("t", 0)], NOW),
+        Ok(None),
+        "already held"
+    );
+}
