@@ -86,10 +86,12 @@ fn check_data_dir(dir: &std::path::Path) -> Result<crate::data_dir_lock::DataDir
         ServerError::Other(format!("data directory {} (log.dirs): {what}: {e}", dir.display()))
     };
     std::fs::create_dir_all(dir).map_err(|e| refused("cannot create it", e))?;
+    // The lock first: a second broker touches nothing in a directory in use.
+    let lock = crate::data_dir_lock::acquire(dir)?;
     let probe = dir.join(".ferrite-write-probe");
     std::fs::write(&probe, b"").map_err(|e| refused("cannot write in it", e))?;
     std::fs::remove_file(&probe).map_err(|e| refused("cannot remove a file in it", e))?;
-    crate::data_dir_lock::acquire(dir)
+    Ok(lock)
 }
 
 /// Longest a broker waits at start for a listener left by a broker killed

@@ -104,12 +104,15 @@ pub fn abort(bootstrap: &str, a: &AbortArgs) -> Result<(ProducerId, i16), Client
                         a.topic, a.partition
                     ))
                 })?;
-            let epoch = i16::try_from(p.producer_epoch).map_err(|_| {
-                ClientError::Kafka(format!(
-                    "producer {}: epoch {} unknown; give --producer-id and --producer-epoch",
-                    p.producer_id.0, p.producer_epoch
-                ))
-            })?;
+            let epoch = i16::try_from(p.producer_epoch)
+                .ok()
+                .filter(|e| *e >= 0)
+                .ok_or_else(|| {
+                    ClientError::Kafka(format!(
+                        "producer {}: epoch {} unknown; give --producer-id and --producer-epoch",
+                        p.producer_id.0, p.producer_epoch
+                    ))
+                })?;
             (p.producer_id, epoch)
         }
         (None, Some(id), Some(epoch)) => (ProducerId(id), epoch),

@@ -56,6 +56,11 @@ pub struct CleanJob {
     pub index_interval_bytes: u64,
     /// Each idempotent producer's last offset: its batch keeps a header.
     pub producer_last: HashMap<ProducerId, Offset>,
+    /// Each producer's current epoch: a marker of that epoch after the
+    /// producer's last data batch stays (it is what says the epoch, which
+    /// fences the producer's older instances, once the state is rebuilt
+    /// from the log), as Kafka's cleaner keeps it.
+    pub producer_epochs: HashMap<ProducerId, i16>,
     /// `log.cleaner.io.max.bytes.per.second`; `None`: unpaced.
     pub bytes_per_second: Option<u64>,
     /// The aborted transactions in the range: their batches are not
@@ -222,7 +227,11 @@ fn judge(
 ) -> std::result::Result<(Kept, u64), crate::error::BatchError> {
     if info.is_control {
         let marker = crate::txn_state::marker_if_control(bytes, info);
-        return Ok(match txns.on_marker(info, marker, job.now) {
+        let fate = match txns.on_marker(info, marker, job.now) {
+            MarkerFate::StampHorizon | MarkerFate::Remove if says_current_epoch(job, info) => MarkerFate::Keep,
+            fate => fate,
+        };
+        return Ok(match fate {
             MarkerFate::Keep => (Kept::Whole, 0),
             MarkerFate::StampHorizon => (Kept::Rebuilt(clean_filter::stamp_control(bytes, info, horizon)?), 0),
             MarkerFate::Remove => (Kept::Dropped, u64::from(info.record_count.max(0) as u32)),
@@ -240,6 +249,16 @@ fn judge(
         keep
     })?;
     Ok((kept, removed))
+}
+
+/// Whether the marker `info` carries its producer's current epoch with no
+/// data batch of the producer after it.
+fn says_current_epoch(job: &CleanJob, info: &BatchInfo) -> bool {
+    job.producer_epochs.get(&info.producer_id) == Some(&info.producer_epoch)
+        && job
+            .producer_last
+            .get(&info.producer_id)
+            .is_none_or(|last| *last < info.base_offset)
 }
 
 /// Whether `info` is a data batch of a transaction that ended in an abort.

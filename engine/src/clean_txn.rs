@@ -15,6 +15,11 @@
 //!   by a pass after it: a reader that had fetched the transaction's data
 //!   before the data went still finds the marker that ends it.
 //!
+//! A marker that carries its producer's current epoch with no data batch of
+//! the producer after it stays whatever this says ([`crate::clean_job`]):
+//! it is the record of the epoch a coordinator raised to fence the
+//! producer, which a state rebuilt from the log must still know.
+//!
 //! Whether a marker's transaction still has data is judged from the batches
 //! themselves, not only from the list of aborted transactions: a marker is
 //! never removed while a data batch of its producer that it ends is left,

@@ -275,6 +275,7 @@ impl PartitionLog {
             group_bytes_max: config.segment_bytes,
             index_interval_bytes: config.index_interval_bytes,
             producer_last: self.producers.borrow().last_offsets(),
+            producer_epochs: self.producers.borrow().epochs(),
             bytes_per_second: params.bytes_per_second,
             aborted: self.producers.borrow().txns().aborted().to_vec(),
         };

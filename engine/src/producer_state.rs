@@ -221,6 +221,12 @@ impl ProducerStates {
             .collect()
     }
 
+    /// Each producer's current epoch (what a marker may have raised: the log
+    /// cleaner keeps the marker that says it).
+    pub fn epochs(&self) -> std::collections::HashMap<ProducerId, i16> {
+        self.producers.iter().map(|(id, e)| (*id, e.epoch)).collect()
+    }
+
     /// Checks a leader's incoming batch (not yet given offsets).
     pub fn check(&self, info: &BatchInfo) -> std::result::Result<SeqCheck, SequenceError> {
         if !info.producer_id.is_producer() {

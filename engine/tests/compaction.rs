@@ -315,6 +315,7 @@ fn a_crash_after_the_swap_is_committed_is_completed_at_open() {
             group_bytes_max: 1 << 30,
             index_interval_bytes: 4096,
             producer_last: Default::default(),
+            producer_epochs: Default::default(),
             bytes_per_second: None,
             aborted: Vec::new(),
         };

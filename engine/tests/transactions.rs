@@ -225,6 +225,9 @@ fn the_cleaner_removes_aborted_records_then_their_markers() {
         let coordinator = AppendMode::Coordinator { epoch: LeaderEpoch(3) };
         let now = clock.now_ms();
         let marker_now = |pid, m| BytesMut::from(&marker_batch(ProducerId(pid), 0, m, 1, now)[..]);
+        // The coordinator's abort of a timed-out transaction, at the
+        // producer's epoch + 1: the only record of that epoch.
+        let fence_5 = BytesMut::from(&marker_batch(ProducerId(5), 1, Marker::Abort, 1, now)[..]);
         let appends = [
             (keyed(1, 0, true, &["a"], now.0), LEADER),      // 0: committed
             (keyed(2, 0, true, &["b", "c"], now.0), LEADER), // 1-2: aborted
@@ -238,13 +241,15 @@ fn the_cleaner_removes_aborted_records_then_their_markers() {
             (marker_now(2, Marker::Commit), coordinator),    // 10
             (keyed(-1, -1, false, &["d"], now.0), LEADER),   // 11
             (keyed(-1, -1, false, &["e"], now.0), LEADER),   // 12
+            (keyed(5, 0, true, &["z"], now.0), LEADER),      // 13: aborted by a fencing
+            (fence_5, coordinator),                          // 14: ABORT at epoch 1
         ];
         for (b, mode) in appends {
             log.append(b, mode).await.expect("append");
         }
         assert_eq!(
             log.aborted_transactions(Offset(0), Offset(100)),
-            vec![(ProducerId(2), Offset(1))]
+            vec![(ProducerId(2), Offset(1)), (ProducerId(5), Offset(13))]
         );
         let params_ = CleanerParams {
             entries_max: 1 << 20,
@@ -254,6 +259,10 @@ fn the_cleaner_removes_aborted_records_then_their_markers() {
         let after: Vec<(i64, i64, bool, i32)> = batches(&log).await;
         assert!(!after.iter().any(|b| b.0 == 1), "the aborted batch is gone: {after:?}");
         assert!(!after.iter().any(|b| b.0 == 0), "the obsolete batch is gone: {after:?}");
+        assert!(
+            !after.iter().any(|b| b.0 == 13),
+            "the fenced transaction's batch is gone: {after:?}"
+        );
         assert!(
             after.contains(&(4, 2, true, 1)),
             "the abort's marker stays a pass: {after:?}"
@@ -282,6 +291,10 @@ fn the_cleaner_removes_aborted_records_then_their_markers() {
         log.clean(params_).await.unwrap().expect("third pass");
         let last = batches(&log).await;
         assert!(!last.iter().any(|b| b.0 == 3 || b.0 == 4), "markers removed: {last:?}");
+        assert!(
+            last.iter().any(|b| b.0 == 14 && b.2),
+            "the marker that says producer 5's epoch stays: {last:?}"
+        );
         for marker_at in [6, 9, 10] {
             assert!(
                 last.iter().any(|b| b.0 == marker_at && b.2),

@@ -98,7 +98,7 @@ pub async fn write_on_owner(shard: &Rc<BrokerShard>, tp: TopicPartition, marker:
 async fn write_here(s: &Rc<BrokerShard>, tp: &TopicPartition, marker: TxnMarker) -> ErrorCode {
     // Before any await: a verification of the producer's write running
     // here asks again (see `verify`).
-    s.txn_verifications.marker_starting(tp, marker.producer_id);
+    let _on_its_way = s.txn_verifications.marker_starting(tp, marker.producer_id);
     // A group partition is loaded first, so the marker ends the pending
     // offsets in memory (a load that read the log before the marker was
     // appended would never see it).

@@ -8,7 +8,9 @@
 //! stable offset, and every `read_committed` consumer, for good.
 //!
 //! Once a producer's transaction is open on the partition its later
-//! batches pass without asking. One verification per partition and
+//! batches pass without asking — unless a marker of the producer is on its
+//! way into the partition (it may end that transaction before the batch
+//! takes its place: then the coordinator is asked). One verification per partition and
 //! producer runs at a time: a batch that finds one running waits for it and
 //! looks again, so a producer's pipelined batches keep their order. A
 //! marker of the producer that starts on the partition while its
@@ -22,8 +24,15 @@
 //! standalone), else with AddPartitionsToTxn v4 (`verify_only`). As in
 //! Kafka, a coordinator that cannot answer now (loading, moving, a
 //! transaction ending, the network) fails the write with the retriable
-//! NOT_ENOUGH_REPLICAS, PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH, and
-//! a partition not in the transaction is INVALID_TXN_STATE.
+//! NOT_ENOUGH_REPLICAS, PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH, a
+//! partition not in the transaction is INVALID_TXN_STATE, and an id the
+//! coordinator does not know (or another producer's) is
+//! INVALID_PRODUCER_ID_MAPPING.
+//!
+//! Every broker of a cluster must speak AddPartitionsToTxn v4 before
+//! verification is on (`transaction.partition.verification.enable`): a
+//! coordinator that does not answer it fails every transaction's first
+//! writes, retriably, until it does.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -78,10 +87,12 @@ impl TxnWriter {
 /// kept starting on the partition meanwhile.
 const ASKS_MAX: usize = 5;
 
-/// The verifications running on a shard, by partition and producer.
+/// The verifications running on a shard, and the markers on their way
+/// into its partitions, by partition and producer.
 #[derive(Default)]
 pub struct Verifications {
     running: RefCell<HashMap<(TopicPartition, ProducerId), Rc<Pending>>>,
+    markers: RefCell<HashMap<(TopicPartition, ProducerId), u32>>,
 }
 
 /// One running verification.
@@ -94,10 +105,38 @@ struct Pending {
 
 impl Verifications {
     /// A marker of `producer_id` is about to be appended to `tp` (called
-    /// before anything is awaited on its way).
-    pub fn marker_starting(&self, tp: &TopicPartition, producer_id: ProducerId) {
-        if let Some(p) = self.running.borrow().get(&(tp.clone(), producer_id)) {
+    /// before anything is awaited on its way); until the returned guard is
+    /// dropped (the marker written, or failed), the producer's batches to
+    /// `tp` are verified even with a transaction open there.
+    pub fn marker_starting(&self, tp: &TopicPartition, producer_id: ProducerId) -> MarkerOnItsWay<'_> {
+        let key = (tp.clone(), producer_id);
+        if let Some(p) = self.running.borrow().get(&key) {
             p.marker_started.set(true);
+        }
+        *self.markers.borrow_mut().entry(key.clone()).or_default() += 1;
+        MarkerOnItsWay { all: self, key }
+    }
+
+    fn marker_on_its_way(&self, key: &(TopicPartition, ProducerId)) -> bool {
+        self.markers.borrow().contains_key(key)
+    }
+}
+
+/// A marker on its way into a partition (see
+/// [`Verifications::marker_starting`]).
+pub struct MarkerOnItsWay<'a> {
+    all: &'a Verifications,
+    key: (TopicPartition, ProducerId),
+}
+
+impl Drop for MarkerOnItsWay<'_> {
+    fn drop(&mut self) {
+        let mut markers = self.all.markers.borrow_mut();
+        if let Some(n) = markers.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                markers.remove(&self.key);
+            }
         }
     }
 }
@@ -128,7 +167,7 @@ pub async fn before_append(
 ) -> Result<(), ErrorCode> {
     let key = (tp.clone(), writer.caller.producer_id);
     loop {
-        if log.txn_open(writer.caller.producer_id) {
+        if log.txn_open(writer.caller.producer_id) && !s.txn_verifications.marker_on_its_way(&key) {
             return Ok(());
         }
         let running = s.txn_verifications.running.borrow().get(&key).cloned();
