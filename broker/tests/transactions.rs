@@ -58,6 +58,12 @@ fn read_committed_sees_committed_transactions_and_read_uncommitted_all() {
 }
 
 #[test]
+fn kafka_pythons_transactional_producer_commits_and_aborts() {
+    let b = broker();
+    run_python_script(&b, "transactions.py", &["kafka_python"]);
+}
+
+#[test]
 fn a_second_producer_with_the_same_transactional_id_fences_the_first() {
     let b = broker();
     run_python_script(&b, "transactions.py", &["zombie"]);

@@ -52,20 +52,30 @@ def read_all(bootstrap, topic, isolation, settle_s=4.0, until=None):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{isolation}",
                   "isolation.level": isolation, "enable.auto.commit": False})
     # Assigned, not subscribed: no group join to wait for.
+    started = time.time()
     partitions = c.list_topics(topic, timeout=30).topics[topic].partitions
     c.assign([TopicPartition(topic, q, -2) for q in partitions])  # OFFSET_BEGINNING
     got = []
+    errors = []
+    first_at = None
     last_new = time.time()
     deadline = time.time() + 120
     while time.time() - last_new < settle_s and time.time() < deadline:
         m = c.poll(0.5)
-        if m is None or m.error() is not None:
+        if m is None:
+            continue
+        if m.error() is not None:
+            errors.append(str(m.error()))
             continue
         got.append(m.value().decode())
+        first_at = first_at or time.time()
         last_new = time.time()
         if until is not None and len(got) >= until:
             break
     c.close()
+    first = f"{first_at - started:.1f} s" if first_at else "never"
+    print(f"reader ({isolation}): {len(partitions)} partitions, first record after {first}, "
+          f"{len(got)} records, errors {errors[:3]}", flush=True)
     return got
 
 
@@ -123,6 +133,40 @@ def basic(bootstrap):
     want = [f"committed-{i}" for i in range(20)] + [f"open-{i}" for i in range(5)] + [f"plain-{i}" for i in range(4)]
     expect(sorted(committed) == sorted(want), f"after the commit: {sorted(committed)}")
     expect(not any(v.startswith("aborted") for v in committed), "no aborted record")
+
+
+def kafka_python(bootstrap):
+    """kafka-python's transactional producer at its defaults: a commit, an
+    abort and a commit; read_committed consumers (confluent-kafka's and
+    kafka-python's) see the committed records only."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    topic = "tx-kafka-python-" + RUN
+    create(bootstrap, [topic], partitions=3)
+    p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="tx-kp-" + RUN)
+    p.init_transactions()
+    for value, n, commit in (("committed", 30, True), ("aborted", 30, False), ("committed2", 5, True)):
+        p.begin_transaction()
+        for i in range(n):
+            p.send(topic, key=str(i).encode(), value=value.encode())
+        p.flush()
+        if commit:
+            p.commit_transaction()
+        else:
+            p.abort_transaction()
+    p.close()
+    seen = read_all(bootstrap, topic, "read_committed")
+    expect(sorted(set(seen)) == ["committed", "committed2"] and len(seen) == 35,
+           f"read_committed (confluent-kafka) sees the 35 committed: {len(seen)} {sorted(set(seen))}")
+    c = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+                      auto_offset_reset="earliest", consumer_timeout_ms=4000)
+    c.assign([TopicPartition(topic, q) for q in range(3)])
+    c.seek_to_beginning()
+    theirs = [m.value.decode() for m in c]
+    c.close()
+    expect(sorted(theirs) == sorted(seen), f"kafka-python's read_committed agrees: {len(theirs)}")
+    everything = read_all(bootstrap, topic, "read_uncommitted")
+    expect(len(everything) == 65, f"read_uncommitted sees all 65: {len(everything)}")
 
 
 def zombie(bootstrap):
@@ -315,6 +359,8 @@ def main():
     bootstrap, mode = sys.argv[1], sys.argv[2]
     if mode == "basic":
         basic(bootstrap)
+    elif mode == "kafka_python":
+        kafka_python(bootstrap)
     elif mode == "zombie":
         zombie(bootstrap)
     elif mode == "timeout":
