@@ -23,6 +23,7 @@ pub fn engine(e: &EngineError) -> ErrorCode {
         EngineError::Sequence { source, .. } => match source {
             SequenceError::OutOfOrder { .. } => ErrorCode::OutOfOrderSequenceNumber,
             SequenceError::StaleEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            SequenceError::CoordinatorFenced { .. } => ErrorCode::TransactionCoordinatorFenced,
         },
         EngineError::UnknownPartition { .. } | EngineError::DeletedWhileCreated { .. } => {
             ErrorCode::UnknownTopicOrPartition

@@ -40,9 +40,10 @@ pub struct AbortArgs {
     pub producer_id: Option<i64>,
     #[arg(long, requires = "producer_id")]
     pub producer_epoch: Option<i16>,
-    /// The coordinator epoch the marker carries.
-    #[arg(long, default_value_t = 0)]
-    pub coordinator_epoch: i32,
+    /// The coordinator epoch the marker carries (default: the producer's
+    /// last marker's on the partition, as `producers` shows it, or 0).
+    #[arg(long)]
+    pub coordinator_epoch: Option<i32>,
 }
 
 /// The address of `topic`-`partition`'s leader.
@@ -92,7 +93,8 @@ pub fn producers(bootstrap: &str, topic: &str, partition: i32) -> Result<Vec<dp:
 
 /// Writes the ABORT marker; returns the producer id and epoch it used.
 pub fn abort(bootstrap: &str, a: &AbortArgs) -> Result<(ProducerId, i16), ClientError> {
-    let (producer_id, producer_epoch) = match (a.start_offset, a.producer_id, a.producer_epoch) {
+    let (producer_id, producer_epoch, last_coordinator_epoch) = match (a.start_offset, a.producer_id, a.producer_epoch)
+    {
         (Some(start), _, _) => {
             let all = producers(bootstrap, &a.topic, a.partition)?;
             let p = all
@@ -113,9 +115,9 @@ pub fn abort(bootstrap: &str, a: &AbortArgs) -> Result<(ProducerId, i16), Client
                         p.producer_id.0, p.producer_epoch
                     ))
                 })?;
-            (p.producer_id, epoch)
+            (p.producer_id, epoch, p.coordinator_epoch)
         }
-        (None, Some(id), Some(epoch)) => (ProducerId(id), epoch),
+        (None, Some(id), Some(epoch)) => (ProducerId(id), epoch, 0),
         _ => {
             return Err(ClientError::Kafka(
                 "give --start-offset, or --producer-id with --producer-epoch".into(),
@@ -131,7 +133,7 @@ pub fn abort(bootstrap: &str, a: &AbortArgs) -> Result<(ProducerId, i16), Client
                 topic: a.topic.clone(),
                 partitions: vec![a.partition],
             }],
-            coordinator_epoch: a.coordinator_epoch,
+            coordinator_epoch: a.coordinator_epoch.unwrap_or(last_coordinator_epoch.max(0)),
         }],
     };
     let mut c = Connection::connect(&leader_of(bootstrap, &a.topic, a.partition)?, CLIENT_ID)?;

@@ -399,7 +399,7 @@ impl PartitionLog {
                     return Ok(original);
                 }
             }
-            AppendMode::Coordinator { .. } => self.check_marker_epochs(&batches)?,
+            AppendMode::Coordinator { .. } => self.check_marker_epochs(records.as_slice(), &batches)?,
             AppendMode::Replica => {}
         }
         let base = match mode {
@@ -586,7 +586,9 @@ impl PartitionLog {
             if info.is_transactional {
                 let bytes = &records.as_slice()[*pos..*pos + info.size];
                 let marker = crate::txn_state::marker_if_control(bytes, &info);
-                self.producers.borrow_mut().apply_txn(&info, marker);
+                let mut producers = self.producers.borrow_mut();
+                producers.apply_txn(&info, marker);
+                producers.note_coordinator_epoch(&info, crate::txn_state::coordinator_epoch_of(bytes, &info));
             }
             next = info.next_offset();
             stamped.push((*pos, info));

@@ -45,11 +45,18 @@ pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: O
             if info.base_offset >= from {
                 states.record(&info);
                 if info.is_transactional {
-                    let marker = match info.is_control {
-                        true => crate::txn_state::marker_if_control(&reader.read_at(pos, info.size).await?, &info),
-                        false => None,
+                    let (marker, coordinator_epoch) = match info.is_control {
+                        true => {
+                            let bytes = reader.read_at(pos, info.size).await?;
+                            (
+                                crate::txn_state::marker_if_control(&bytes, &info),
+                                crate::txn_state::coordinator_epoch_of(&bytes, &info),
+                            )
+                        }
+                        false => (None, None),
                     };
                     states.apply_txn(&info, marker);
+                    states.note_coordinator_epoch(&info, coordinator_epoch);
                 }
                 batches += 1;
             }

@@ -24,11 +24,13 @@
 //! atomically. Big-endian:
 //!
 //! ```text
-//! magic    4  "FPS2" ("FPS1": the same without the two transaction lists)
+//! magic    4  "FPS3" ("FPS2": without coordinator_epoch; "FPS1": without it
+//!             and the two transaction lists)
 //! crc      4  CRC-32C (Castagnoli) of every byte after this field
 //! offset   8  the state covers the batches below this offset
 //! count    4  number of producers
-//! producer    pid i64 | epoch i16 | last_timestamp i64 | batches u8 (≤ 5)
+//! producer    pid i64 | epoch i16 | last_timestamp i64 | coordinator_epoch i32
+//!             (of its last marker, -1: none) | batches u8 (≤ 5)
 //!             | batches × (first_seq i32 | last_seq i32 | first_offset i64 | last_offset i64)
 //! open     4  number of open transactions, then each: pid i64 | first_offset i64
 //! aborted  4  number of aborted transactions, then each a 34-byte entry
@@ -55,11 +57,14 @@ pub const BATCHES_KEPT: usize = 5;
 pub const PRODUCERS_MAX: usize = 100_000;
 pub const FILE_NAME: &str = "producer-state";
 const TMP_NAME: &str = "producer-state.tmp";
-const MAGIC: &[u8; 4] = b"FPS2";
+const MAGIC: &[u8; 4] = b"FPS3";
+const MAGIC_V2: &[u8; 4] = b"FPS2";
 const MAGIC_V1: &[u8; 4] = b"FPS1";
 const OPEN_TXN_BYTES: usize = 8 + 8;
 const HEADER_BYTES: usize = 4 + 4 + 8 + 4;
-const PRODUCER_BYTES: usize = 8 + 2 + 8 + 1;
+/// A producer's fixed part before FPS3 (no coordinator epoch).
+const PRODUCER_BYTES_V2: usize = 8 + 2 + 8 + 1;
+const PRODUCER_BYTES: usize = PRODUCER_BYTES_V2 + 4;
 const BATCH_BYTES: usize = 4 + 4 + 8 + 8;
 const _: () = assert!(BATCHES_KEPT <= u8::MAX as usize);
 
@@ -82,12 +87,17 @@ pub struct ActiveProducer {
     pub last_timestamp: Option<TimestampMs>,
     /// First offset of its open transaction here.
     pub txn_start: Option<Offset>,
+    /// The coordinator epoch of its last marker here.
+    pub coordinator_epoch: Option<i32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProducerEntry {
     pub epoch: i16,
     pub last_timestamp: TimestampMs,
+    /// The coordinator epoch of the producer's last marker here (-1: none
+    /// known): a marker of an older coordinator is refused.
+    pub coordinator_epoch: i32,
     /// Oldest first.
     pub batches: VecDeque<BatchSeq>,
 }
@@ -111,6 +121,12 @@ pub enum SequenceError {
         producer_id: ProducerId,
         epoch: i16,
         current: i16,
+    },
+    #[error("producer {producer_id}: a marker of coordinator epoch {coordinator_epoch}, older than its last marker's {current}")]
+    CoordinatorFenced {
+        producer_id: ProducerId,
+        coordinator_epoch: i32,
+        current: i32,
     },
     #[error("producer {producer_id} epoch {epoch}: sequence {got} where {expected} was expected")]
     OutOfOrder {
@@ -178,6 +194,7 @@ impl ProducerStates {
                 last_sequence: e.batches.back().map(|b| b.last_seq),
                 last_timestamp: Some(e.last_timestamp),
                 txn_start: self.txns.open_since(*id),
+                coordinator_epoch: (e.coordinator_epoch >= 0).then_some(e.coordinator_epoch),
             })
             .collect();
         // A transaction whose producer's entry was evicted is still open.
@@ -189,6 +206,7 @@ impl ProducerStates {
                     last_sequence: None,
                     last_timestamp: None,
                     txn_start: Some(first),
+                    coordinator_epoch: None,
                 });
             }
         }
@@ -205,6 +223,14 @@ impl ProducerStates {
     /// batch says); returns the transaction it aborted, if it did.
     pub fn apply_txn(&mut self, info: &BatchInfo, marker: Option<Marker>) -> Option<AbortedTxn> {
         self.txns.apply(info, marker)
+    }
+
+    /// A marker in the log carried `coordinator_epoch` (after
+    /// [`ProducerStates::record`] applied it).
+    pub fn note_coordinator_epoch(&mut self, info: &BatchInfo, coordinator_epoch: Option<i32>) {
+        if let (Some(e), Some(ce)) = (self.producers.get_mut(&info.producer_id), coordinator_epoch) {
+            e.coordinator_epoch = ce;
+        }
     }
 
     /// Forgets aborted transactions wholly below the log start.
@@ -292,6 +318,7 @@ impl ProducerStates {
         let entry = self.producers.entry(info.producer_id).or_insert_with(|| ProducerEntry {
             epoch: info.producer_epoch,
             last_timestamp: info.max_timestamp,
+            coordinator_epoch: -1,
             batches: VecDeque::new(),
         });
         if info.producer_epoch != entry.epoch {
@@ -320,6 +347,7 @@ impl ProducerStates {
         let entry = self.producers.entry(info.producer_id).or_insert_with(|| ProducerEntry {
             epoch: info.producer_epoch,
             last_timestamp: info.max_timestamp,
+            coordinator_epoch: -1,
             batches: VecDeque::new(),
         });
         if info.producer_epoch > entry.epoch {
@@ -356,6 +384,7 @@ impl ProducerStates {
             body.extend_from_slice(&pid.0.to_be_bytes());
             body.extend_from_slice(&e.epoch.to_be_bytes());
             body.extend_from_slice(&e.last_timestamp.0.to_be_bytes());
+            body.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
             body.push(e.batches.len() as u8);
             for b in &e.batches {
                 body.extend_from_slice(&b.first_seq.to_be_bytes());
@@ -383,10 +412,17 @@ impl ProducerStates {
 
     /// Parses a snapshot: the offset it covers, and the state.
     pub fn decode(bytes: &[u8]) -> std::result::Result<(Offset, ProducerStates), String> {
-        let with_txns = match bytes.get(..4) {
-            Some(m) if m == MAGIC => true,
-            Some(m) if m == MAGIC_V1 => false,
+        // (transactions, coordinator epochs)
+        let (with_txns, with_coordinator_epochs) = match bytes.get(..4) {
+            Some(m) if m == MAGIC => (true, true),
+            Some(m) if m == MAGIC_V2 => (true, false),
+            Some(m) if m == MAGIC_V1 => (false, false),
             _ => return Err("not a producer-state snapshot".into()),
+        };
+        let producer_bytes = if with_coordinator_epochs {
+            PRODUCER_BYTES
+        } else {
+            PRODUCER_BYTES_V2
         };
         if bytes.len() < HEADER_BYTES {
             return Err("not a producer-state snapshot".into());
@@ -397,7 +433,7 @@ impl ProducerStates {
         }
         let offset = Offset(i64::from_be_bytes(take::<8>(bytes, 8)?));
         let count = u32::from_be_bytes(take::<4>(bytes, 16)?) as usize;
-        if count > (bytes.len() - HEADER_BYTES) / PRODUCER_BYTES {
+        if count > (bytes.len() - HEADER_BYTES) / producer_bytes {
             return Err(format!("{count} producers do not fit in {} bytes", bytes.len()));
         }
         let mut at = HEADER_BYTES;
@@ -406,11 +442,15 @@ impl ProducerStates {
             let pid = ProducerId(i64::from_be_bytes(take::<8>(bytes, at)?));
             let epoch = i16::from_be_bytes(take::<2>(bytes, at + 8)?);
             let ts = i64::from_be_bytes(take::<8>(bytes, at + 10)?);
-            let n = *bytes.get(at + 18).ok_or("truncated producer")? as usize;
+            let (coordinator_epoch, count_at) = match with_coordinator_epochs {
+                true => (i32::from_be_bytes(take::<4>(bytes, at + 18)?), at + 22),
+                false => (-1, at + 18),
+            };
+            let n = *bytes.get(count_at).ok_or("truncated producer")? as usize;
             if n > BATCHES_KEPT {
                 return Err(format!("producer {pid} claims {n} batches"));
             }
-            at += PRODUCER_BYTES;
+            at += producer_bytes;
             let mut batches = VecDeque::with_capacity(n);
             for _ in 0..n {
                 batches.push_back(BatchSeq {
@@ -426,6 +466,7 @@ impl ProducerStates {
                 ProducerEntry {
                     epoch,
                     last_timestamp: TimestampMs(ts),
+                    coordinator_epoch,
                     batches,
                 },
             );

@@ -153,20 +153,46 @@ fn a_compacted_batch_still_spans_its_sequences() {
     );
 }
 
-/// A snapshot written before transactions (FPS1) still loads, with no
+/// Snapshots written before coordinator epochs (FPS2) and before
+/// transactions (FPS1) still load: no marker's coordinator epoch known, no
 /// transaction open or aborted.
 #[test]
-fn a_snapshot_without_transactions_still_loads() {
+fn older_snapshots_still_load() {
     let mut s = ProducerStates::new();
     s.record(&batch(3, 1, 0, 2, 40));
-    let v2 = s.encode(Offset(42));
-    // FPS2 ends with two empty lists (two u32 zeros); FPS1 has neither.
-    let mut v1 = v2[..v2.len() - 8].to_vec();
-    v1[..4].copy_from_slice(b"FPS1");
-    let crc = crc32c::crc32c(&v1[8..]);
-    v1[4..8].copy_from_slice(&crc.to_be_bytes());
-    let (offset, back) = ProducerStates::decode(&v1).expect("an FPS1 snapshot");
-    assert_eq!((offset, back), (Offset(42), s.clone()));
-    let (_, back2) = ProducerStates::decode(&v2).expect("an FPS2 snapshot");
-    assert_eq!(back2, s);
+    let v3 = s.encode(Offset(42));
+    let reseal = |mut b: Vec<u8>, magic: &[u8; 4]| {
+        b[..4].copy_from_slice(magic);
+        let crc = crc32c::crc32c(&b[8..]);
+        b[4..8].copy_from_slice(&crc.to_be_bytes());
+        b
+    };
+    // FPS2: the producer's coordinator epoch (after its pid, epoch and
+    // timestamp, 20 bytes into the file) is not there.
+    let at = 20 + 8 + 2 + 8;
+    let mut v2 = v3[..at].to_vec();
+    v2.extend_from_slice(&v3[at + 4..]);
+    let v2 = reseal(v2, b"FPS2");
+    // FPS1 ends without the two empty transaction lists (two u32 zeros).
+    let v1 = reseal(v2[..v2.len() - 8].to_vec(), b"FPS1");
+    for (name, bytes) in [("FPS1", &v1), ("FPS2", &v2), ("FPS3", &v3)] {
+        let (offset, back) = ProducerStates::decode(bytes).unwrap_or_else(|e| panic!("an {name} snapshot: {e}"));
+        assert_eq!((offset, back), (Offset(42), s.clone()), "{name}");
+    }
+}
+
+/// A marker's coordinator epoch is kept, survives a snapshot, and is what
+/// DescribeProducers shows.
+#[test]
+fn a_markers_coordinator_epoch_is_kept_and_snapshotted() {
+    let mut s = ProducerStates::new();
+    let mut marker = batch(3, 1, -1, 1, 40);
+    marker.is_control = true;
+    marker.is_transactional = true;
+    s.record(&marker);
+    s.note_coordinator_epoch(&marker, Some(7));
+    assert_eq!(s.get(ProducerId(3)).map(|e| e.coordinator_epoch), Some(7));
+    assert_eq!(s.active()[0].coordinator_epoch, Some(7));
+    let (_, back) = ProducerStates::decode(&s.encode(Offset(41))).expect("decodes");
+    assert_eq!(back, s);
 }

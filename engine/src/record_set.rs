@@ -91,20 +91,35 @@ impl PartitionLog {
     /// A coordinator's markers: each producer's epoch at least the one the
     /// partition knows (a marker of an older epoch comes from a coordinator
     /// that lost the transaction: INVALID_PRODUCER_EPOCH).
-    pub(crate) fn check_marker_epochs(&self, batches: &[(usize, BatchInfo)]) -> Result<()> {
+    pub(crate) fn check_marker_epochs(&self, records: &[u8], batches: &[(usize, BatchInfo)]) -> Result<()> {
         let producers = self.producers.borrow();
-        for (_, info) in batches {
-            if let Some(current) = producers.get(info.producer_id).map(|e| e.epoch) {
-                if info.producer_epoch < current {
-                    return Err(EngineError::Sequence {
-                        tp: self.tp.clone(),
-                        source: crate::producer_state::SequenceError::StaleEpoch {
-                            producer_id: info.producer_id,
-                            epoch: info.producer_epoch,
-                            current,
-                        },
-                    });
+        let refuse = |source| EngineError::Sequence {
+            tp: self.tp.clone(),
+            source,
+        };
+        for (pos, info) in batches {
+            let Some(entry) = producers.get(info.producer_id) else {
+                continue;
+            };
+            if info.producer_epoch < entry.epoch {
+                return Err(refuse(crate::producer_state::SequenceError::StaleEpoch {
+                    producer_id: info.producer_id,
+                    epoch: info.producer_epoch,
+                    current: entry.epoch,
+                }));
+            }
+            // A marker of an older coordinator than the last one's (Kafka's
+            // TRANSACTION_COORDINATOR_FENCED).
+            let bytes = records.get(*pos..*pos + info.size).unwrap_or_default();
+            match crate::txn_state::coordinator_epoch_of(bytes, info) {
+                Some(ce) if ce < entry.coordinator_epoch => {
+                    return Err(refuse(crate::producer_state::SequenceError::CoordinatorFenced {
+                        producer_id: info.producer_id,
+                        coordinator_epoch: ce,
+                        current: entry.coordinator_epoch,
+                    }))
                 }
+                _ => {}
             }
         }
         Ok(())

@@ -162,6 +162,19 @@ pub fn marker_of(bytes: &[u8], info: &BatchInfo) -> Result<Option<Marker>, Batch
     })
 }
 
+/// The coordinator epoch a marker's value carries (`None`: not a marker
+/// that parses).
+pub fn coordinator_epoch_of(bytes: &[u8], info: &BatchInfo) -> Option<i32> {
+    if !info.is_control || info.compression != Compression::None {
+        return None;
+    }
+    let body = bytes.get(HEADER_BYTES..info.size)?;
+    let records = record::decode_records(body, info.record_count).ok()?;
+    let value = records.first()?.value?;
+    let epoch = value.get(2..6)?;
+    Some(i32::from_be_bytes([epoch[0], epoch[1], epoch[2], epoch[3]]))
+}
+
 /// What a transactional batch in the log says about its transaction: the
 /// marker of a control batch, `None` for data (or a control record of
 /// another kind, or one that does not parse: it ends nothing).
@@ -330,6 +343,7 @@ mod tests {
         let c = marker_batch(ProducerId(9), 3, Marker::Commit, 7, TimestampMs(5));
         let ci = batch::validate(&c, c.len(), batch::Validation::Stored).unwrap();
         assert_eq!(marker_of(&c, &ci).unwrap(), Some(Marker::Commit));
+        assert_eq!(coordinator_epoch_of(&c, &ci), Some(7));
         let e = AbortedTxn {
             producer_id: ProducerId(4),
             first_offset: Offset(1),

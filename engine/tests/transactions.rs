@@ -316,3 +316,44 @@ fn the_cleaner_removes_aborted_records_then_their_markers() {
         log.close().await.unwrap();
     });
 }
+
+/// A marker of an older coordinator (a lower coordinator epoch than the
+/// producer's last marker here) is refused, before and after the state is
+/// rebuilt from the log (Kafka's TRANSACTION_COORDINATOR_FENCED).
+#[test]
+fn a_marker_of_an_older_coordinator_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let log = open(dir.path(), &clock).await;
+        let coordinator = AppendMode::Coordinator { epoch: LeaderEpoch(0) };
+        let marker = |ce| BytesMut::from(&marker_batch(ProducerId(6), 0, Marker::Commit, ce, TimestampMs(1))[..]);
+        let fenced = |r: Result<ferrite_engine::AppendInfo, ferrite_engine::EngineError>| {
+            matches!(
+                r,
+                Err(ferrite_engine::EngineError::Sequence {
+                    source: ferrite_engine::producer_state::SequenceError::CoordinatorFenced { .. },
+                    ..
+                })
+            )
+        };
+        log.append(txn_batch(6, 0, 1, 0), AppendMode::Replica).await.unwrap();
+        log.append(marker(5), coordinator).await.expect("the first marker");
+        assert!(
+            fenced(log.append(marker(4), coordinator).await),
+            "an older coordinator's"
+        );
+        log.append(marker(5), coordinator)
+            .await
+            .expect("the same coordinator again");
+        log.close().await.unwrap();
+        let _ = std::fs::remove_file(dir.path().join("producer-state"));
+        let log = open(dir.path(), &clock).await;
+        assert!(
+            fenced(log.append(marker(4), coordinator).await),
+            "after a rebuild from the log"
+        );
+        log.append(marker(6), coordinator).await.expect("a newer coordinator's");
+        log.close().await.unwrap();
+    });
+}

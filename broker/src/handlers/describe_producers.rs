@@ -5,8 +5,8 @@
 //!
 //! As in Kafka: READ on the topic (TOPIC_AUTHORIZATION_FAILED), only the
 //! leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), an unknown partition
-//! is UNKNOWN_TOPIC_OR_PARTITION. The coordinator epoch of a producer's
-//! last marker is not kept: it is answered as -1.
+//! is UNKNOWN_TOPIC_OR_PARTITION. A producer's coordinator epoch is its
+//! last marker's (-1: none seen here).
 
 use std::rc::Rc;
 
@@ -36,7 +36,7 @@ async fn producers_of(shard: &Rc<BrokerShard>, tp: TopicPartition) -> Result<Vec
                     producer_epoch: i32::from(p.epoch),
                     last_sequence: p.last_sequence.unwrap_or(-1),
                     last_timestamp: p.last_timestamp.map_or(-1, |t| t.0),
-                    coordinator_epoch: -1,
+                    coordinator_epoch: p.coordinator_epoch.unwrap_or(-1),
                     current_txn_start_offset: p.txn_start.map_or(-1, |o| o.0),
                 })
                 .collect())

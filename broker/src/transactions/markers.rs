@@ -72,16 +72,18 @@ pub async fn write_all(
 }
 
 /// Whether a marker that failed with `code` is sent again. A partition
-/// gone needs none; one that knows a newer epoch of the producer has been
-/// fenced past this transaction (as Kafka, the coordinator stops sending).
+/// gone needs none; one that knows a newer epoch of the producer, or a
+/// marker of a newer coordinator, has been fenced past this transaction
+/// (as Kafka, the coordinator stops sending).
 fn retriable(code: ErrorCode) -> bool {
     !DONE.contains(&code)
 }
 
-const DONE: [ErrorCode; 3] = [
+const DONE: [ErrorCode; 4] = [
     ErrorCode::None,
     ErrorCode::UnknownTopicOrPartition,
     ErrorCode::InvalidProducerEpoch,
+    ErrorCode::TransactionCoordinatorFenced,
 ];
 
 /// Writes `marker` to `tp` on the shard that owns it, here.
