@@ -12,6 +12,35 @@ use ferrite_protocol::delete_records::{self, DeleteRecordsRequest, DeleteRecords
 use ferrite_protocol::topic_partitions::TopicPartitions;
 
 const DELETE_RECORDS_V: i16 = 1;
+
+/// Each partition of `topic` and its leader's address (`host:port`; an
+/// error for a partition without one).
+pub(crate) fn partition_leaders(
+    bootstrap: &str,
+    topic: &str,
+) -> Result<BTreeMap<i32, Result<String, ClientError>>, ClientError> {
+    let mut c = Connection::connect(bootstrap, "ferrite-cli")?;
+    let topics = vec![topic.to_string()];
+    let mut r = c.call(3, METADATA_V, |w| codec::metadata(w, Some(&topics)))?;
+    let m = codec::decode_metadata(&mut r)?;
+    let t = m
+        .topics
+        .first()
+        .ok_or_else(|| ClientError::Kafka("empty metadata".into()))?;
+    check(topic, t.error, None)?;
+    Ok(t.partitions
+        .iter()
+        .map(|p| {
+            let leader = m
+                .brokers
+                .iter()
+                .find(|b| b.id == p.leader)
+                .map(|b| format!("{}:{}", b.host, b.port))
+                .ok_or_else(|| ClientError::Kafka(format!("{topic}-{}: no leader", p.partition)));
+            (p.partition, leader)
+        })
+        .collect())
+}
 const TIMEOUT_MS: i32 = 30_000;
 
 pub fn run(
@@ -26,31 +55,12 @@ pub fn run(
             "--offset {offset}: expected an offset, or -1 for the high watermark"
         )));
     }
-    let mut c = Connection::connect(bootstrap, "ferrite-cli")?;
-    let topics = vec![name.to_string()];
-    let mut r = c.call(3, METADATA_V, |w| codec::metadata(w, Some(&topics)))?;
-    let m = codec::decode_metadata(&mut r)?;
-    let t = m
-        .topics
-        .first()
-        .ok_or_else(|| ClientError::Kafka("empty metadata".into()))?;
-    check(name, t.error, None)?;
     // Partitions by the address of their leader.
     let mut by_leader: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-    for p in t
-        .partitions
-        .iter()
-        .filter(|p| partition.is_none_or(|want| want == p.partition))
-    {
-        let leader = m
-            .brokers
-            .iter()
-            .find(|b| b.id == p.leader)
-            .ok_or_else(|| ClientError::Kafka(format!("{name}-{}: no leader", p.partition)))?;
-        by_leader
-            .entry(format!("{}:{}", leader.host, leader.port))
-            .or_default()
-            .push(p.partition);
+    for (p, leader) in partition_leaders(bootstrap, name)? {
+        if partition.is_none_or(|want| want == p) {
+            by_leader.entry(leader?).or_default().push(p);
+        }
     }
     if by_leader.is_empty() {
         return Err(ClientError::Kafka(format!(

@@ -13,7 +13,6 @@
 //! by `read_committed` readers, and the last stable offset moves on.
 
 use clap::Args;
-use ferrite_client::codec::{self, METADATA_V};
 use ferrite_client::{ClientError, Connection};
 use ferrite_ids::ProducerId;
 use ferrite_protocol::describe_producers::{self as dp, DescribeProducersRequest, DescribeProducersResponse};
@@ -48,26 +47,9 @@ pub struct AbortArgs {
 
 /// The address of `topic`-`partition`'s leader.
 fn leader_of(bootstrap: &str, topic: &str, partition: i32) -> Result<String, ClientError> {
-    let mut c = Connection::connect(bootstrap, CLIENT_ID)?;
-    let topics = vec![topic.to_string()];
-    let mut r = c.call(3, METADATA_V, |w| codec::metadata(w, Some(&topics)))?;
-    let m = codec::decode_metadata(&mut r)?;
-    let t = m
-        .topics
-        .first()
-        .ok_or_else(|| ClientError::Kafka("empty metadata".into()))?;
-    check(topic, t.error, None)?;
-    let p = t
-        .partitions
-        .iter()
-        .find(|p| p.partition == partition)
-        .ok_or_else(|| ClientError::Kafka(format!("{topic}: no partition {partition}")))?;
-    let leader = m
-        .brokers
-        .iter()
-        .find(|b| b.id == p.leader)
-        .ok_or_else(|| ClientError::Kafka(format!("{topic}-{partition}: no leader")))?;
-    Ok(format!("{}:{}", leader.host, leader.port))
+    crate::delete_records::partition_leaders(bootstrap, topic)?
+        .remove(&partition)
+        .ok_or_else(|| ClientError::Kafka(format!("{topic}: no partition {partition}")))?
 }
 
 /// The producers `topic`-`partition`'s leader knows.
