@@ -40,8 +40,10 @@ pub enum TransactionsCommand {
     /// A partition's producers and the first offset of each one's open
     /// transaction (DescribeProducers), like describe-producers.
     Producers {
+        /// The topic.
         #[arg(long)]
         topic: String,
+        /// The partition (its leader answers).
         #[arg(long)]
         partition: i32,
     },

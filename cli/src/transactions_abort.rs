@@ -27,8 +27,10 @@ const WRITE_TXN_MARKERS_V: i16 = 1;
 /// Which transaction `abort` ends.
 #[derive(Args, Debug)]
 pub struct AbortArgs {
+    /// The topic of the partition the transaction hangs on.
     #[arg(long)]
     pub topic: String,
+    /// The partition (its leader gets the marker).
     #[arg(long)]
     pub partition: i32,
     /// The first offset of the open transaction (as `producers` shows it).
@@ -37,6 +39,7 @@ pub struct AbortArgs {
     /// The producer whose transaction to abort (with --producer-epoch).
     #[arg(long, requires = "producer_epoch")]
     pub producer_id: Option<i64>,
+    /// The producer's epoch (with --producer-id).
     #[arg(long, requires = "producer_id")]
     pub producer_epoch: Option<i16>,
     /// The coordinator epoch the marker carries (default: the producer's
