@@ -64,9 +64,10 @@ impl Sink {
     }
 
     /// Appends `records` as one batch; returns once durable as the broker
-    /// defines it (the ISR has them in a cluster). A failure is the Kafka
-    /// error it would be for a producer (logged here with its cause).
-    pub async fn append(&self, records: &[KeyValue], writer: Writer, now: MonoMs) -> Result<(), ErrorCode> {
+    /// defines it (the ISR has them in a cluster), with the batch's offset.
+    /// A failure is the Kafka error it would be for a producer (logged here
+    /// with its cause).
+    pub async fn append(&self, records: &[KeyValue], writer: Writer, now: MonoMs) -> Result<Offset, ErrorCode> {
         let bytes = batch_of(records, writer);
         let mode = |epoch| match writer {
             Writer::Coordinator => AppendMode::Leader { epoch },
@@ -90,6 +91,7 @@ impl Sink {
             now,
         )
         .await
+        .map(|_| ())
     }
 
     async fn write(
@@ -97,20 +99,24 @@ impl Sink {
         bytes: BytesMut,
         mode: impl Fn(LeaderEpoch) -> AppendMode,
         now: MonoMs,
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<Offset, ErrorCode> {
         let tp = self.log().topic_partition().clone();
         match self {
-            Sink::Log(log, epoch) => log.append(bytes, mode(*epoch)).await.map(|_| ()).map_err(|e| {
-                tracing::warn!(%tp, error = %e, "coordinator write failed");
-                crate::error_map::engine(&e)
-            }),
+            Sink::Log(log, epoch) => log
+                .append(bytes, mode(*epoch))
+                .await
+                .map(|a| a.first_offset)
+                .map_err(|e| {
+                    tracing::warn!(%tp, error = %e, "coordinator write failed");
+                    crate::error_map::engine(&e)
+                }),
             Sink::Replica(r) => {
                 let deadline = now.plus_ms(WRITE_TIMEOUT_MS);
                 let appended = match mode(r.leader_epoch()) {
                     AppendMode::Coordinator { .. } => r.write_markers(bytes, deadline).await,
                     _ => r.produce(bytes, Acks::All, deadline).await,
                 };
-                appended.map(|_| ()).map_err(|e| {
+                appended.map(|a| a.first_offset).map_err(|e| {
                     tracing::warn!(%tp, error = %e, "coordinator write failed");
                     crate::error_map::replica_op(&e)
                 })
@@ -160,6 +166,8 @@ fn batch_of(records: &[KeyValue], writer: Writer) -> BytesMut {
 #[derive(Debug)]
 pub enum Loaded {
     Records {
+        /// The batch's offset.
+        base_offset: Offset,
         /// The producer of a transactional batch.
         transaction: Option<ProducerId>,
         records: Vec<ReadRecord>,
@@ -229,6 +237,7 @@ fn collect_batches(chunk: &[u8], topic: &str, out: &mut Vec<Loaded>) {
         };
         match decode_records(body, info.record_count) {
             Ok(rs) => out.push(Loaded::Records {
+                base_offset: info.base_offset,
                 transaction: info.is_transactional.then_some(info.producer_id),
                 records: rs
                     .into_iter()

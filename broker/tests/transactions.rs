@@ -57,6 +57,18 @@ fn read_committed_sees_committed_transactions_and_read_uncommitted_all() {
     assert!(!ongoing.contains("tx-basic-"), "{ongoing}");
 }
 
+/// A transaction's offset commit against a plain commit of the same
+/// partition made while it was open: the one written later wins, live and
+/// as replayed after a kill -9.
+#[test]
+fn a_plain_commit_after_a_transactions_offset_commit_stands() {
+    let mut b = broker();
+    run_python_script(&b, "transactions.py", &["offsets_order", "write"]);
+    b.kill9();
+    b.spawn();
+    run_python_script(&b, "transactions.py", &["offsets_order", "check"]);
+}
+
 #[test]
 fn kafka_pythons_transactional_producer_commits_and_aborts() {
     let b = broker();

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use ferrite_controller::ClusterMeta;
 use ferrite_engine::txn_state::Marker;
-use ferrite_engine::{LeaderEpoch, PartitionLog, TopicPartition};
+use ferrite_engine::{LeaderEpoch, Offset, PartitionLog, TopicPartition};
 use ferrite_replication::MonoMs;
 use tokio::sync::oneshot;
 
@@ -199,11 +199,15 @@ impl GroupCoordinator {
             .map_err(|e| load_failed(p, &e))?;
         let items = loaded.iter().flat_map(|b| -> Box<dyn Iterator<Item = Replayed<'_>>> {
             match b {
-                Loaded::Records { transaction, records } => Box::new(records.iter().map(move |(k, v)| {
+                Loaded::Records {
+                    base_offset,
+                    transaction,
+                    records,
+                } => Box::new(records.iter().map(move |(k, v)| {
                     let (k, v) = (k.as_deref(), v.as_deref());
                     match transaction {
-                        Some(pid) => Replayed::Transactional(*pid, k, v),
-                        None => Replayed::Record(k, v),
+                        Some(pid) => Replayed::Transactional(*base_offset, *pid, k, v),
+                        None => Replayed::Record(*base_offset, k, v),
                     }
                 })),
                 Loaded::Marker { producer_id, result } => Box::new(std::iter::once(Replayed::Marker(
@@ -278,14 +282,15 @@ impl GroupCoordinator {
         p: i32,
         records: Vec<KeyValue>,
         writer: Writer,
-    ) -> Result<(), GroupError> {
+    ) -> Result<Option<Offset>, GroupError> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let sink = host.offsets_sink(p)?;
         // The cause is logged by the sink.
         sink.append(&records, writer, self.now())
             .await
+            .map(Some)
             .map_err(|code| match code {
                 ErrorCode::InvalidProducerEpoch => GroupError::InvalidProducerEpoch,
                 _ => GroupError::CoordinatorNotAvailable,
@@ -305,21 +310,22 @@ impl GroupCoordinator {
     }
 
     /// Appends `records` to partition `p` and, once they are durable,
-    /// applies their effect to the loaded state.
+    /// applies their effect to the loaded state, given where they were
+    /// written (`None`: there was nothing to write).
     pub async fn write(
         &self,
         host: &dyn GroupHost,
         p: i32,
         records: Vec<KeyValue>,
-        apply: impl FnOnce(&mut PartitionGroups),
+        apply: impl FnOnce(&mut PartitionGroups, Option<Offset>),
     ) -> Result<(), GroupError> {
         let gate = self.gate(p);
         let _permit = gate
             .acquire_permit(1)
             .await
             .map_err(|_| GroupError::CoordinatorNotAvailable)?;
-        self.append(host, p, records, Writer::Coordinator).await?;
-        self.with_groups(p, apply)
+        let at = self.append(host, p, records, Writer::Coordinator).await?;
+        self.with_groups(p, |pg| apply(pg, at))
     }
 
     /// Appends a producer's transactional `records` (TxnOffsetCommit) to
@@ -344,15 +350,19 @@ impl GroupCoordinator {
             .await
             .map_err(|_| GroupError::CoordinatorNotAvailable)?;
         self.with_groups(p, |pg| pg.add_pending(producer_id, pending.clone()))?;
-        let appended = self.append(host, p, records, writer).await;
-        if appended.is_err() {
-            let _ = self.with_groups(p, |pg| pg.remove_pending(producer_id, &pending));
-            return appended;
-        }
+        let at = match self.append(host, p, records, writer).await {
+            Ok(Some(at)) => at,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                let _ = self.with_groups(p, |pg| pg.remove_pending(producer_id, &pending));
+                return Err(e);
+            }
+        };
         // A load that read the log before this batch may have replaced the
-        // state the offsets were added to: they are added again (once).
+        // state the offsets were added to: they are added again (once),
+        // with where they were written.
         self.after_loads().await;
-        self.with_groups(p, |pg| pg.ensure_pending(producer_id, &pending))
+        self.with_groups(p, |pg| pg.ensure_pending(producer_id, &pending, at))
     }
 
     /// Registers a waiting JoinGroup answer.
@@ -399,7 +409,7 @@ impl GroupCoordinator {
                 group: group.to_string(),
             });
             let value = encode_group(&snap, wall_ms());
-            write_error = self.write(host, p, vec![(key, Some(value))], |_| {}).await.err();
+            write_error = self.write(host, p, vec![(key, Some(value))], |_, _| {}).await.err();
         }
         self.deliver(group, deliveries, write_error);
     }

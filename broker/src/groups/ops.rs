@@ -180,9 +180,10 @@ impl GroupCoordinator {
         checked?;
         let (mut results, records, written) = self.offset_records(host, group, entries);
         let written = self
-            .write(host, p, records, |pg| {
-                let entry = pg.get_or_create(group);
-                entry.offsets.extend(written);
+            .write(host, p, records, |pg, at| {
+                if let Some(at) = at {
+                    pg.get_or_create(group).set_offsets(written, at);
+                }
             })
             .await;
         if let Err(e) = written {
@@ -266,6 +267,7 @@ impl GroupCoordinator {
                 topic,
                 partition,
                 offset,
+                position: None,
             })
             .collect();
         let done = self.write_txn(host, p, (records, producer), pending).await;
@@ -391,7 +393,7 @@ impl GroupCoordinator {
             }),
             None,
         ));
-        self.write(host, p, records, |pg| {
+        self.write(host, p, records, |pg, _| {
             if let Some(mut e) = pg.groups.remove(group) {
                 e.group.mark_dead();
             }
@@ -433,11 +435,11 @@ impl GroupCoordinator {
             };
             results.push((topic, partition, r));
         }
-        self.write(host, p, records, |pg| {
+        self.write(host, p, records, |pg, _| {
             if let Some(e) = pg.groups.get_mut(group) {
                 for (t, q, r) in &results {
                     if r.is_ok() {
-                        e.offsets.remove(&(t.clone(), *q));
+                        e.remove_offset(&(t.clone(), *q));
                     }
                 }
             }
@@ -481,10 +483,10 @@ impl GroupCoordinator {
                     })
                     .collect();
                 let removed = self
-                    .write(host, p, records, |pg| {
+                    .write(host, p, records, |pg, _| {
                         if let Some(e) = pg.groups.get_mut(&group) {
                             for k in &parts {
-                                e.offsets.remove(k);
+                                e.remove_offset(k);
                             }
                         }
                     })

@@ -237,6 +237,7 @@ impl TxnCoordinator {
         let record = (encode_key(id), Some(encode_value(meta)));
         sink.append(&[record], Writer::Coordinator, self.now())
             .await
+            .map(|_| ())
             .map_err(|_| TxnError::CoordinatorNotAvailable)
     }
 

@@ -3,6 +3,7 @@
     python transactions.py BOOTSTRAP basic
     python transactions.py BOOTSTRAP zombie
     python transactions.py BOOTSTRAP timeout
+    python transactions.py BOOTSTRAP offsets_order STEP   # STEP: write, or check
     python transactions.py BOOTSTRAP setup N [RF]     # topics "in" and "out", N keyed records in "in"
     python transactions.py BOOTSTRAP copy N DIE_AFTER # one consume-transform-produce run
     python transactions.py BOOTSTRAP verify N
@@ -13,7 +14,12 @@ open one hides what follows it from read_committed consumers until it
 commits. zombie: a second producer with the same transactional.id fences
 the first, whose writes and commit are refused. timeout: a transaction left
 open past transaction.timeout.ms is aborted by the coordinator, and
-read_committed consumers read on past it.
+read_committed consumers read on past it. offsets_order write: a
+transaction's offset commit (send_offsets_to_transaction) is followed by a
+plain commit of the same partition before the transaction commits: the
+plain one, written later, stands (Kafka orders them by log position); a
+later transaction's offset then does replace it. offsets_order check: the
+group's committed offsets are still those (after a restart).
 
 copy: a consume-transform-produce loop from "in" to "out" (a consumer
 group, send_offsets_to_transaction, one transaction per poll batch); with
@@ -355,6 +361,47 @@ def verify(bootstrap, n):
     print(f"verified: {n} exactly once; read_uncommitted sees {len(uncommitted)}", flush=True)
 
 
+T_ORDER, G_ORDER = "tx-order", "tx-order-group"
+
+
+def committed_offsets(bootstrap):
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": G_ORDER, "enable.auto.commit": False})
+    got = c.committed([TopicPartition(T_ORDER, 0), TopicPartition(T_ORDER, 1)], timeout=30)
+    c.close()
+    return [tp.offset for tp in got]
+
+
+def offsets_order(bootstrap, step):
+    from confluent_kafka import Consumer, TopicPartition
+
+    if step == "check":
+        got = committed_offsets(bootstrap)
+        expect(got == [5, 9], f"committed offsets after the restart: {got}")
+        return
+    create(bootstrap, [T_ORDER])
+    p = producer(bootstrap, "tx-order-" + RUN)
+    p.init_transactions(30)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": G_ORDER, "enable.auto.commit": False})
+    meta = c.consumer_group_metadata()
+    p.begin_transaction()
+    p.produce(T_ORDER, key="k", value="v")
+    p.send_offsets_to_transaction([TopicPartition(T_ORDER, 0, 7), TopicPartition(T_ORDER, 1, 7)], meta, 30)
+    # A plain commit of partition 0 while the transaction is open.
+    c.commit(offsets=[TopicPartition(T_ORDER, 0, 5)], asynchronous=False)
+    p.commit_transaction(30)
+    got = committed_offsets(bootstrap)
+    expect(got == [5, 7], f"the plain commit written after the transaction's stands: {got}")
+    p.begin_transaction()
+    p.produce(T_ORDER, key="k", value="w")
+    p.send_offsets_to_transaction([TopicPartition(T_ORDER, 1, 9)], meta, 30)
+    p.commit_transaction(30)
+    got = committed_offsets(bootstrap)
+    expect(got == [5, 9], f"a later transaction's offset replaces the plain one: {got}")
+    c.close()
+
+
 def main():
     bootstrap, mode = sys.argv[1], sys.argv[2]
     if mode == "basic":
@@ -365,6 +412,8 @@ def main():
         zombie(bootstrap)
     elif mode == "timeout":
         timeout(bootstrap)
+    elif mode == "offsets_order":
+        offsets_order(bootstrap, sys.argv[3])
     elif mode == "setup":
         setup(bootstrap, int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     elif mode == "copy":
