@@ -37,6 +37,9 @@ pub struct JobSegment {
     pub path: PathBuf,
     pub size: u64,
     pub next_offset: Offset,
+    /// Its transaction index's entries: the cleaned segment keeps those
+    /// whose marker it keeps.
+    pub aborted: Vec<AbortedTxn>,
 }
 
 /// Everything the job needs, owned (it runs on another thread).
@@ -63,8 +66,8 @@ pub struct CleanJob {
     pub producer_epochs: HashMap<ProducerId, i16>,
     /// `log.cleaner.io.max.bytes.per.second`; `None`: unpaced.
     pub bytes_per_second: Option<u64>,
-    /// The aborted transactions in the range: their batches are not
-    /// mapped, and removed ([`crate::clean_txn`]).
+    /// The log's aborted transactions (every segment's transaction index):
+    /// their batches are not mapped, and removed ([`crate::clean_txn`]).
     pub aborted: Vec<AbortedTxn>,
 }
 
@@ -172,6 +175,8 @@ fn write_group(
     let final_paths = SegmentPaths::new(&job.dir, base);
     let cleaned = clean_swap::cleaned_paths(&job.dir, base);
     let mut meta = crate::segment::Segment::empty_meta(base, &final_paths);
+    // Control batches written, in offset order.
+    let mut kept_controls = Vec::new();
     let file = File::create(&cleaned.log).map_err(|e| EngineError::io("create cleaned segment", &cleaned.log, e))?;
     let mut out = BufWriter::with_capacity(IO_BUFFER_BYTES, file);
     let horizon = TimestampMs(job.now.0.saturating_add(job.delete_retention_ms));
@@ -191,6 +196,9 @@ fn write_group(
             let info = batch::validate(written, written.len(), Validation::Stored).map_err(|e| batches.bad(e))?;
             let position = meta.size;
             meta.note_batch(base, &info, position, job.index_interval_bytes);
+            if info.is_control {
+                kept_controls.push(info.base_offset);
+            }
             out.write_all(written)
                 .map_err(|e| EngineError::io("write cleaned segment", &cleaned.log, e))?;
             pace.spent(written.len() as u64);
@@ -203,6 +211,15 @@ fn write_group(
     file.sync_all()
         .map_err(|e| EngineError::io("fdatasync cleaned segment", &cleaned.log, e))?;
     meta.push_time_entry(base);
+    // An aborted transaction stays listed while its marker stays: the
+    // cleaner drops the marker only once no batch of the transaction is
+    // left, and a consumer told of an abort skips the producer's batches
+    // until it meets the marker.
+    for a in group.iter().flat_map(|s| &s.aborted) {
+        if kept_controls.binary_search(&a.last_offset).is_ok() {
+            meta.push_aborted(*a);
+        }
+    }
     clean_swap::write_indexes(&cleaned, &mut meta)?;
     meta.synced_size = meta.size;
     meta.indexes_durable = true;
@@ -372,6 +389,7 @@ mod tests {
             path: PathBuf::new(),
             size,
             next_offset: Offset(next),
+            aborted: Vec::new(),
         }
     }
 

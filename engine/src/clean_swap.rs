@@ -5,8 +5,10 @@
 //! # Files
 //!
 //! A cleaned group based at B is written beside the log as
-//! `<B>.log.cleaned`, `<B>.index.cleaned` and `<B>.timeindex.cleaned`
-//! (the segment's own names plus `.cleaned`), each fsynced. The swap is
+//! `<B>.log.cleaned`, `<B>.index.cleaned`, `<B>.timeindex.cleaned` and
+//! `<B>.txnindex.cleaned` (the segment's own names plus `.cleaned`; the
+//! transaction index holds the replaced segments' entries, and is written
+//! even when empty so that it replaces B's), each fsynced. The swap is
 //! then committed by one small file, `cleaner-swap`, replaced atomically
 //! (temporary file, fdatasync, rename, directory fsync):
 //!
@@ -51,30 +53,37 @@ pub fn cleaned_paths(dir: &Path, base: Offset) -> SegmentPaths {
         log: add(&p.log),
         index: add(&p.index),
         time_index: add(&p.time_index),
+        txn_index: add(&p.txn_index),
     }
 }
 
 /// Removes a group's cleaned files (an abandoned cleaning).
 pub fn remove_cleaned(dir: &Path, base: Offset) {
     let c = cleaned_paths(dir, base);
-    for p in [&c.log, &c.index, &c.time_index] {
+    for p in c.all() {
         let _ = std::fs::remove_file(p);
     }
 }
 
-/// Writes both indexes of `meta` to the cleaned index files (fsynced) and
+/// Writes the indexes of `meta` to the cleaned index files (fsynced) and
 /// marks them persisted.
 pub fn write_indexes(cleaned: &SegmentPaths, meta: &mut SegmentMeta) -> Result<()> {
     let offsets = encode(meta.offset_index.entries());
     write_synced(&cleaned.index, &offsets)?;
     let times = encode(meta.time_index.entries());
     write_synced(&cleaned.time_index, &times)?;
+    let aborted = encode(meta.txn_index.entries());
+    write_synced(&cleaned.txn_index, &aborted)?;
     if let Some(plan) = meta.offset_index.plan_persist() {
         meta.offset_index.mark_persisted(&plan);
     }
     if let Some(plan) = meta.time_index.plan_persist() {
         meta.time_index.mark_persisted(&plan);
     }
+    if let Some(plan) = meta.txn_index.plan_persist() {
+        meta.txn_index.mark_persisted(&plan);
+    }
+    meta.txn_index_durable = true;
     Ok(())
 }
 
@@ -172,7 +181,7 @@ impl Manifest {
         let target = SegmentPaths::new(dir, self.base);
         for base in self.replaces.iter().skip(1) {
             let p = SegmentPaths::new(dir, *base);
-            for f in [&p.log, &p.index, &p.time_index] {
+            for f in p.all() {
                 crate::sys::remove_if_present(f, "remove replaced segment file")?;
             }
         }
@@ -181,6 +190,7 @@ impl Manifest {
         for (from, to) in [
             (&cleaned.index, &target.index),
             (&cleaned.time_index, &target.time_index),
+            (&cleaned.txn_index, &target.txn_index),
             (&cleaned.log, &target.log),
         ] {
             if from.exists() {
@@ -214,7 +224,7 @@ pub async fn finish_interrupted(dir: &Path) -> Result<()> {
         let Some(stem) = name.strip_suffix(SUFFIX) else {
             continue;
         };
-        let is_segment_file = ["log", "index", "timeindex"]
+        let is_segment_file = ["log", "index", "timeindex", crate::txn_index::EXTENSION]
             .iter()
             .any(|ext| segment::parse_file_name(stem, ext).is_some());
         if is_segment_file {

@@ -263,6 +263,7 @@ impl PartitionLog {
                 path: s.paths().log.clone(),
                 size: s.size(),
                 next_offset: s.next_offset(),
+                aborted: s.meta().txn_index.entries().to_vec(),
             })
             .collect();
         let job = CleanJob {
@@ -277,7 +278,7 @@ impl PartitionLog {
             producer_last: self.producers.borrow().last_offsets(),
             producer_epochs: self.producers.borrow().epochs(),
             bytes_per_second: params.bytes_per_second,
-            aborted: self.producers.borrow().txns().aborted().to_vec(),
+            aborted: self.aborted_all(),
         };
         Plan::Job(Box::new(job), sealed[..n].to_vec())
     }

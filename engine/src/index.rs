@@ -23,8 +23,9 @@ pub trait IndexEntry: Copy + std::fmt::Debug {
     /// Encoded size in bytes.
     const BYTES: usize;
     fn encode(&self, out: &mut Vec<u8>);
-    /// Decodes exactly `Self::BYTES` bytes.
-    fn decode(bytes: &[u8]) -> Self;
+    /// Decodes exactly `Self::BYTES` bytes; `Err` says why an entry that
+    /// cannot be is refused.
+    fn decode(bytes: &[u8]) -> std::result::Result<Self, String>;
     /// True when `next` may follow `self` in a sorted index.
     fn precedes(&self, next: &Self) -> bool;
 }
@@ -101,7 +102,7 @@ impl<E: IndexEntry> SparseIndex<E> {
         }
         let mut entries: Vec<E> = Vec::with_capacity(bytes.len() / E::BYTES);
         for chunk in bytes.chunks_exact(E::BYTES) {
-            let e = E::decode(chunk);
+            let e = E::decode(chunk).map_err(|reason| format!("entry {}: {reason}", entries.len()))?;
             if let Some(last) = entries.last() {
                 if !last.precedes(&e) {
                     return Err(format!("entry {} ({e:?}) is out of order", entries.len()));

@@ -72,6 +72,7 @@ pub mod stall_guard;
 pub mod sys;
 pub mod time_index;
 pub mod truncate;
+pub mod txn_index;
 pub mod txn_state;
 pub mod types;
 pub mod write_mode;

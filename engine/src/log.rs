@@ -566,6 +566,9 @@ impl PartitionLog {
         let mut next = active.next_offset();
         let mut stamped = Vec::with_capacity(batches.len());
         let mut stale_epoch = None;
+        // Transactions these batches abort: entries of the segment's
+        // transaction index once the batches are its.
+        let mut aborted = Vec::new();
         for (pos, info) in batches {
             let mut info = *info;
             if let Some(epoch) = mode.leader_epoch() {
@@ -587,7 +590,7 @@ impl PartitionLog {
                 let bytes = &records.as_slice()[*pos..*pos + info.size];
                 let marker = crate::txn_state::marker_if_control(bytes, &info);
                 let mut producers = self.producers.borrow_mut();
-                producers.apply_txn(&info, marker);
+                aborted.extend(producers.apply_txn(&info, marker));
                 producers.note_coordinator_epoch(&info, crate::txn_state::coordinator_epoch_of(bytes, &info));
             }
             next = info.next_offset();
@@ -623,6 +626,9 @@ impl PartitionLog {
                 };
                 cache.push(&self.cache, batch);
             }
+        }
+        for a in aborted {
+            meta.push_aborted(a);
         }
         let budget = cache.budget();
         drop(cache);

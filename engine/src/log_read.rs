@@ -480,8 +480,28 @@ impl PartitionLog {
     }
 
     /// The aborted transactions a `read_committed` read of `[from, upper)`
-    /// reports, as `(producer id, first offset)`.
+    /// reports, as `(producer id, first offset)`: from the transaction
+    /// indexes of the segment holding `from` and those after it, until an
+    /// entry shows no later one can overlap the read.
     pub fn aborted_transactions(&self, from: Offset, upper: Offset) -> Vec<(crate::types::ProducerId, Offset)> {
-        self.producers.borrow().txns().aborted_within(from, upper)
+        let mut found = Vec::new();
+        let segments = self.segments.borrow();
+        let first = segments.partition_point(|s| s.next_offset() <= from);
+        for s in segments.range(first..) {
+            if crate::txn_index::collect(&s.meta().txn_index, from, upper, &mut found) {
+                break;
+            }
+        }
+        found.into_iter().map(|a| (a.producer_id, a.first_offset)).collect()
+    }
+
+    /// Every transaction that ended in an abort with its marker in the
+    /// log, in marker order.
+    pub fn aborted_all(&self) -> Vec<crate::txn_state::AbortedTxn> {
+        let segments = self.segments.borrow();
+        segments
+            .iter()
+            .flat_map(|s| s.meta().txn_index.entries().to_vec())
+            .collect()
     }
 }

@@ -36,11 +36,11 @@ impl IndexEntry for OffsetEntry {
         out.extend_from_slice(&self.position.to_be_bytes());
     }
 
-    fn decode(b: &[u8]) -> OffsetEntry {
-        OffsetEntry {
+    fn decode(b: &[u8]) -> Result<OffsetEntry, String> {
+        Ok(OffsetEntry {
             relative_offset: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
             position: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
-        }
+        })
     }
 
     fn precedes(&self, next: &OffsetEntry) -> bool {

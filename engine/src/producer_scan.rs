@@ -1,8 +1,15 @@
 //! Rebuilding a partition's producer state ([`crate::producer_state`]) from
 //! its snapshot and the batch headers after it: when the log opens, and
 //! after a truncation. Only headers are read, one per batch (and the one
-//! record of a transaction marker), from the snapshot's offset (from the first segment when there is no usable
-//! snapshot) to the log end.
+//! record of a transaction marker), from the snapshot's offset (from the
+//! first segment when there is no usable snapshot) to the log end.
+//!
+//! The segments' transaction indexes ([`crate::txn_index`]) are brought
+//! in line on the way: their entries of markers at or past the snapshot's
+//! offset are cut (a crash may have kept some of them, or none) and every
+//! ABORT marker the scan finds is entered again; the entries below it were
+//! made durable before the snapshot was written. A transaction index that
+//! did not load makes the rebuild start from the first segment.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -12,24 +19,53 @@ use crate::error::Result;
 use crate::log::PartitionLog;
 use crate::producer_state::ProducerStates;
 use crate::segment::Segment;
+use crate::txn_state::AbortedTxn;
 use crate::types::Offset;
 
-/// The producer state of a log whose segments end at `end`.
-pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: Offset) -> Result<ProducerStates> {
-    let (from, mut states) = match ProducerStates::load(dir).await? {
-        Some((offset, states)) if offset <= end => (offset, states),
-        Some((offset, _)) => {
+/// Whether the segments' transaction indexes loaded whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TxnIndexes {
+    Loaded,
+    /// One did not parse (it was emptied): every entry is found again.
+    Broken,
+}
+
+/// The producer state of a log whose segments end at `end`, and their
+/// transaction indexes made to match it.
+pub(crate) async fn rebuild(
+    dir: &Path,
+    segments: &VecDeque<Rc<Segment>>,
+    end: Offset,
+    txn_indexes: TxnIndexes,
+) -> Result<ProducerStates> {
+    let snapshot = match ProducerStates::load(dir).await? {
+        Some(d) if d.offset > end => {
             // It covers batches that are gone (a crash lost them): once the
             // log grows past it again it would describe other batches.
-            tracing::info!(dir = %dir.display(), snapshot = %offset, end = %end,
+            tracing::info!(dir = %dir.display(), snapshot = %d.offset, end = %end,
                 "producer-state snapshot past the log end: removed, the state rebuilt from the log");
             let path = dir.join(crate::producer_state::FILE_NAME);
             std::fs::remove_file(&path)
                 .map_err(|e| crate::error::EngineError::io("remove producer-state snapshot", &path, e))?;
-            (Offset::ZERO, ProducerStates::new())
+            None
+        }
+        Some(_) if txn_indexes == TxnIndexes::Broken => {
+            tracing::warn!(dir = %dir.display(),
+                "a transaction index did not load: the producer state and every transaction index rebuilt from the log");
+            None
+        }
+        found => found,
+    };
+    let (from, mut states) = match snapshot {
+        Some(d) => {
+            place_legacy(segments, &d.legacy_aborted, d.offset);
+            (d.offset, d.states)
         }
         None => (Offset::ZERO, ProducerStates::new()),
     };
+    for s in segments {
+        s.meta_mut().cut_aborted_from(from);
+    }
     let mut batches = 0u64;
     for s in segments {
         if s.next_offset() <= from {
@@ -55,7 +91,9 @@ pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: O
                         }
                         false => (None, None),
                     };
-                    states.apply_txn(&info, marker);
+                    if let Some(aborted) = states.apply_txn(&info, marker) {
+                        s.meta_mut().push_aborted(aborted);
+                    }
                     states.note_coordinator_epoch(&info, coordinator_epoch);
                 }
                 batches += 1;
@@ -69,11 +107,32 @@ pub(crate) async fn rebuild(dir: &Path, segments: &VecDeque<Rc<Segment>>, end: O
     Ok(states)
 }
 
+/// Puts an FPS3/FPS2 snapshot's aborted transactions (those below its
+/// offset `covered`) into the transaction indexes of the segments holding
+/// their markers, where not there yet.
+fn place_legacy(segments: &VecDeque<Rc<Segment>>, legacy: &[AbortedTxn], covered: Offset) {
+    for a in legacy.iter().filter(|a| a.last_offset < covered) {
+        let at = segments.partition_point(|s| s.next_offset() <= a.last_offset);
+        let Some(s) = segments.get(at).filter(|s| s.base() <= a.last_offset) else {
+            continue;
+        };
+        let mut meta = s.meta_mut();
+        if meta.txn_index.last().is_none_or(|l| l.last_offset < a.last_offset) {
+            meta.push_aborted(*a);
+        }
+    }
+}
+
 impl PartitionLog {
     /// Writes the producer state as of `offset` (every batch below it
-    /// applied). The caller holds the append turn.
+    /// applied), once the transaction indexes are on the device. The
+    /// caller holds the append turn.
     pub(crate) async fn snapshot_producers(&self, offset: Offset) -> Result<()> {
         let states = self.producers.borrow().clone();
+        let segments = self.segments.borrow().clone();
+        for s in segments.iter().filter(|s| !s.meta().txn_index_durable) {
+            s.sync_txn_index().await?;
+        }
         states.store(&self.dir, offset).await
     }
 
@@ -81,7 +140,7 @@ impl PartitionLog {
     /// truncation). The caller holds the append turn.
     pub(crate) async fn rebuild_producers(&self) -> Result<()> {
         let segments = self.segments.borrow().clone();
-        let states = rebuild(&self.dir, &segments, self.log_end_offset()).await?;
+        let states = rebuild(&self.dir, &segments, self.log_end_offset(), TxnIndexes::Loaded).await?;
         *self.producers.borrow_mut() = states;
         Ok(())
     }

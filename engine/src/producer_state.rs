@@ -24,8 +24,9 @@
 //! atomically. Big-endian:
 //!
 //! ```text
-//! magic    4  "FPS3" ("FPS2": without coordinator_epoch; "FPS1": without it
-//!             and the two transaction lists)
+//! magic    4  "FPS4" ("FPS3": with an aborted-transaction list after the
+//!             open ones; "FPS2": that and no coordinator_epoch; "FPS1": no
+//!             coordinator_epoch and neither transaction list)
 //! crc      4  CRC-32C (Castagnoli) of every byte after this field
 //! offset   8  the state covers the batches below this offset
 //! count    4  number of producers
@@ -33,14 +34,16 @@
 //!             (of its last marker, -1: none) | batches u8 (≤ 5)
 //!             | batches × (first_seq i32 | last_seq i32 | first_offset i64 | last_offset i64)
 //! open     4  number of open transactions, then each: pid i64 | first_offset i64
-//! aborted  4  number of aborted transactions, then each a 34-byte entry
-//!             ([`crate::txn_state::AbortedTxn`], Kafka's `.txnindex` entry)
 //! ```
 //!
-//! The transactions ([`crate::txn_state`]) ride along: the state is the
-//! snapshot plus the batches after it, for them as for the sequences.
-//! A file that does not parse is ignored and the state rebuilt from the
-//! whole log.
+//! The open transactions ([`crate::txn_state`]) ride along: the state is
+//! the snapshot plus the batches after it, for them as for the sequences.
+//! Aborted transactions live in the segments' transaction indexes
+//! ([`crate::txn_index`]), each made durable before a snapshot that
+//! covers it is written; an FPS3 or FPS2 snapshot's aborted list (written
+//! before those indexes existed) is handed back on load so that opening
+//! the log puts it into them. A file that does not parse is ignored and
+//! the state rebuilt from the whole log.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -57,7 +60,8 @@ pub const BATCHES_KEPT: usize = 5;
 pub const PRODUCERS_MAX: usize = 100_000;
 pub const FILE_NAME: &str = "producer-state";
 const TMP_NAME: &str = "producer-state.tmp";
-const MAGIC: &[u8; 4] = b"FPS3";
+const MAGIC: &[u8; 4] = b"FPS4";
+const MAGIC_V3: &[u8; 4] = b"FPS3";
 const MAGIC_V2: &[u8; 4] = b"FPS2";
 const MAGIC_V1: &[u8; 4] = b"FPS1";
 const OPEN_TXN_BYTES: usize = 8 + 8;
@@ -220,7 +224,8 @@ impl ProducerStates {
     }
 
     /// Applies a transactional batch in the log (`marker`: what a control
-    /// batch says); returns the transaction it aborted, if it did.
+    /// batch says); returns the transaction it aborted, if it did (an entry
+    /// of the marker's segment's transaction index).
     pub fn apply_txn(&mut self, info: &BatchInfo, marker: Option<Marker>) -> Option<AbortedTxn> {
         self.txns.apply(info, marker)
     }
@@ -231,11 +236,6 @@ impl ProducerStates {
         if let (Some(e), Some(ce)) = (self.producers.get_mut(&info.producer_id), coordinator_epoch) {
             e.coordinator_epoch = ce;
         }
-    }
-
-    /// Forgets aborted transactions wholly below the log start.
-    pub fn drop_txns_below(&mut self, log_start: Offset) {
-        self.txns.drop_below(log_start);
     }
 
     /// Each producer's last batch's last offset (the batch the log cleaner
@@ -399,10 +399,6 @@ impl ProducerStates {
             body.extend_from_slice(&pid.0.to_be_bytes());
             body.extend_from_slice(&first.0.to_be_bytes());
         }
-        body.extend_from_slice(&(self.txns.aborted().len() as u32).to_be_bytes());
-        for a in self.txns.aborted() {
-            a.encode(&mut body);
-        }
         let mut out = Vec::with_capacity(8 + body.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
@@ -410,13 +406,14 @@ impl ProducerStates {
         out
     }
 
-    /// Parses a snapshot: the offset it covers, and the state.
-    pub fn decode(bytes: &[u8]) -> std::result::Result<(Offset, ProducerStates), String> {
-        // (transactions, coordinator epochs)
-        let (with_txns, with_coordinator_epochs) = match bytes.get(..4) {
-            Some(m) if m == MAGIC => (true, true),
-            Some(m) if m == MAGIC_V2 => (true, false),
-            Some(m) if m == MAGIC_V1 => (false, false),
+    /// Parses a snapshot: the offset it covers, the state, and the aborted
+    /// transactions of a snapshot from before transaction indexes.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<Decoded, String> {
+        let (txns, with_coordinator_epochs) = match bytes.get(..4) {
+            Some(m) if m == MAGIC => (TxnLists::Open, true),
+            Some(m) if m == MAGIC_V3 => (TxnLists::OpenAndAborted, true),
+            Some(m) if m == MAGIC_V2 => (TxnLists::OpenAndAborted, false),
+            Some(m) if m == MAGIC_V1 => (TxnLists::None, false),
             _ => return Err("not a producer-state snapshot".into()),
         };
         let producer_bytes = if with_coordinator_epochs {
@@ -471,20 +468,27 @@ impl ProducerStates {
                 },
             );
         }
-        let txns = if with_txns {
-            decode_txns(bytes, &mut at)?
-        } else {
-            TxnState::new()
+        let (open, legacy_aborted) = match txns {
+            TxnLists::None => (TxnState::new(), Vec::new()),
+            TxnLists::Open => (TxnState::restore(decode_open(bytes, &mut at)?), Vec::new()),
+            TxnLists::OpenAndAborted => {
+                let open = TxnState::restore(decode_open(bytes, &mut at)?);
+                (open, decode_aborted(bytes, &mut at)?)
+            }
         };
         if at != bytes.len() {
             return Err(format!("{} bytes after the last producer", bytes.len() - at));
         }
-        Ok((offset, ProducerStates { producers, txns }))
+        Ok(Decoded {
+            offset,
+            states: ProducerStates { producers, txns: open },
+            legacy_aborted,
+        })
     }
 
     /// Reads `dir`'s snapshot; `None` when there is none or it does not
     /// parse (logged).
-    pub async fn load(dir: &Path) -> Result<Option<(Offset, ProducerStates)>> {
+    pub async fn load(dir: &Path) -> Result<Option<Decoded>> {
         let path = dir.join(FILE_NAME);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -516,8 +520,26 @@ impl ProducerStates {
     }
 }
 
-/// The open and aborted transactions of an FPS2 snapshot, from `at`.
-fn decode_txns(bytes: &[u8], at: &mut usize) -> std::result::Result<TxnState, String> {
+/// What a snapshot holds of transactions, by its version.
+enum TxnLists {
+    None,
+    Open,
+    OpenAndAborted,
+}
+
+/// A snapshot read back.
+#[derive(Debug)]
+pub struct Decoded {
+    /// The state covers the batches below this offset.
+    pub offset: Offset,
+    pub states: ProducerStates,
+    /// An FPS3/FPS2 snapshot's aborted transactions, in marker order, for
+    /// the transaction indexes of the segments that hold their markers.
+    pub legacy_aborted: Vec<AbortedTxn>,
+}
+
+/// The open transactions of a snapshot, from `at`.
+fn decode_open(bytes: &[u8], at: &mut usize) -> std::result::Result<Vec<(ProducerId, Offset)>, String> {
     let open_count = u32::from_be_bytes(take::<4>(bytes, *at)?) as usize;
     *at += 4;
     if open_count > bytes.len().saturating_sub(*at) / OPEN_TXN_BYTES {
@@ -530,6 +552,12 @@ fn decode_txns(bytes: &[u8], at: &mut usize) -> std::result::Result<TxnState, St
         open.push((pid, first));
         *at += OPEN_TXN_BYTES;
     }
+    Ok(open)
+}
+
+/// The aborted transactions of an FPS3/FPS2 snapshot, from `at`; refused
+/// unless in marker order.
+fn decode_aborted(bytes: &[u8], at: &mut usize) -> std::result::Result<Vec<AbortedTxn>, String> {
     let aborted_count = u32::from_be_bytes(take::<4>(bytes, *at)?) as usize;
     *at += 4;
     if aborted_count > bytes.len().saturating_sub(*at) / AbortedTxn::BYTES {
@@ -543,7 +571,10 @@ fn decode_txns(bytes: &[u8], at: &mut usize) -> std::result::Result<TxnState, St
         aborted.push(AbortedTxn::decode(entry)?);
         *at += AbortedTxn::BYTES;
     }
-    TxnState::restore(open, aborted)
+    if aborted.windows(2).any(|w| w[0].last_offset >= w[1].last_offset) {
+        return Err("aborted transactions out of marker order".into());
+    }
+    Ok(aborted)
 }
 
 fn take<const N: usize>(bytes: &[u8], at: usize) -> std::result::Result<[u8; N], String> {

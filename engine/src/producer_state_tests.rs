@@ -111,9 +111,10 @@ fn snapshots_round_trip_and_damage_is_detected() {
         }
     }
     let bytes = s.encode(Offset(12_345));
-    let (offset, back) = ProducerStates::decode(&bytes).expect("decodes");
-    assert_eq!(offset, Offset(12_345));
-    assert_eq!(back, s);
+    let back = ProducerStates::decode(&bytes).expect("decodes");
+    assert_eq!(back.offset, Offset(12_345));
+    assert_eq!(back.states, s);
+    assert!(back.legacy_aborted.is_empty());
     for cut in 0..bytes.len() {
         assert!(ProducerStates::decode(&bytes[..cut]).is_err(), "prefix {cut}");
     }
@@ -153,31 +154,48 @@ fn a_compacted_batch_still_spans_its_sequences() {
     );
 }
 
-/// Snapshots written before coordinator epochs (FPS2) and before
-/// transactions (FPS1) still load: no marker's coordinator epoch known, no
-/// transaction open or aborted.
+/// Snapshots written before transaction indexes (FPS3, whose aborted
+/// transactions are handed back for them), before coordinator epochs
+/// (FPS2) and before transactions (FPS1) still load: no marker's
+/// coordinator epoch known, no transaction open or aborted.
 #[test]
 fn older_snapshots_still_load() {
     let mut s = ProducerStates::new();
     s.record(&batch(3, 1, 0, 2, 40));
-    let v3 = s.encode(Offset(42));
+    let v4 = s.encode(Offset(42));
     let reseal = |mut b: Vec<u8>, magic: &[u8; 4]| {
         b[..4].copy_from_slice(magic);
         let crc = crc32c::crc32c(&b[8..]);
         b[4..8].copy_from_slice(&crc.to_be_bytes());
         b
     };
+    // FPS3: an aborted-transaction list after the open ones.
+    let aborted = AbortedTxn {
+        producer_id: ProducerId(3),
+        first_offset: Offset(10),
+        last_offset: Offset(20),
+        last_stable_offset: Offset(21),
+    };
+    let mut v3 = v4.clone();
+    v3.extend_from_slice(&1u32.to_be_bytes());
+    aborted.encode(&mut v3);
+    let v3 = reseal(v3, b"FPS3");
     // FPS2: the producer's coordinator epoch (after its pid, epoch and
     // timestamp, 20 bytes into the file) is not there.
     let at = 20 + 8 + 2 + 8;
     let mut v2 = v3[..at].to_vec();
     v2.extend_from_slice(&v3[at + 4..]);
     let v2 = reseal(v2, b"FPS2");
-    // FPS1 ends without the two empty transaction lists (two u32 zeros).
-    let v1 = reseal(v2[..v2.len() - 8].to_vec(), b"FPS1");
-    for (name, bytes) in [("FPS1", &v1), ("FPS2", &v2), ("FPS3", &v3)] {
-        let (offset, back) = ProducerStates::decode(bytes).unwrap_or_else(|e| panic!("an {name} snapshot: {e}"));
-        assert_eq!((offset, back), (Offset(42), s.clone()), "{name}");
+    // FPS1 ends without the two transaction lists.
+    let v1 = reseal(v2[..v2.len() - 8 - AbortedTxn::BYTES].to_vec(), b"FPS1");
+    for (name, bytes) in [("FPS1", &v1), ("FPS2", &v2), ("FPS3", &v3), ("FPS4", &v4)] {
+        let back = ProducerStates::decode(bytes).unwrap_or_else(|e| panic!("an {name} snapshot: {e}"));
+        assert_eq!((back.offset, back.states), (Offset(42), s.clone()), "{name}");
+        let legacy = match name {
+            "FPS2" | "FPS3" => vec![aborted],
+            _ => vec![],
+        };
+        assert_eq!(back.legacy_aborted, legacy, "{name}");
     }
 }
 
@@ -193,6 +211,6 @@ fn a_markers_coordinator_epoch_is_kept_and_snapshotted() {
     s.note_coordinator_epoch(&marker, Some(7));
     assert_eq!(s.get(ProducerId(3)).map(|e| e.coordinator_epoch), Some(7));
     assert_eq!(s.active()[0].coordinator_epoch, Some(7));
-    let (_, back) = ProducerStates::decode(&s.encode(Offset(41))).expect("decodes");
-    assert_eq!(back, s);
+    let back = ProducerStates::decode(&s.encode(Offset(41))).expect("decodes");
+    assert_eq!(back.states, s);
 }

@@ -217,7 +217,13 @@ impl PartitionLog {
         if on_disk.as_ref() != Some(&epochs) {
             epochs.store(&dir).await?;
         }
-        let producers = crate::producer_scan::rebuild(&dir, &segments, end).await?;
+        let mut txn_indexes = crate::producer_scan::TxnIndexes::Loaded;
+        for (i, s) in segments.iter().enumerate() {
+            if !segment_load::load_txn_index(s, i + 1 == segments.len()).await? {
+                txn_indexes = crate::producer_scan::TxnIndexes::Broken;
+            }
+        }
+        let producers = crate::producer_scan::rebuild(&dir, &segments, end, txn_indexes).await?;
         let log = Rc::new(PartitionLog {
             tp: params.tp,
             dir,
@@ -451,7 +457,7 @@ async fn settle_scan(
 
 async fn delete_segment(dir: &Path, base: Offset) -> Result<()> {
     let paths = SegmentPaths::new(dir, base);
-    for p in [&paths.log, &paths.index, &paths.time_index] {
+    for p in paths.all() {
         crate::sys::remove_if_present(p, "delete segment file")?;
     }
     Ok(())

@@ -150,7 +150,6 @@ impl PartitionLog {
         self.delete_prefix(doomed).await?;
         if self.log_start_offset() < offset {
             self.offsets.borrow_mut().advance_log_start(offset);
-            self.producers.borrow_mut().drop_txns_below(offset);
             self.cache.borrow_mut().drop_below(offset);
             let moved = self.epochs.borrow_mut().truncate_from_start(offset);
             self.epochs_changed(moved);
@@ -225,7 +224,6 @@ impl PartitionLog {
             .map(|s| s.base())
             .unwrap_or_else(|| unreachable!());
         self.offsets.borrow_mut().advance_log_start(new_start);
-        self.producers.borrow_mut().drop_txns_below(new_start);
         self.forget_damage_if_gone();
         self.cache.borrow_mut().drop_below(new_start);
         let moved = self.epochs.borrow_mut().truncate_from_start(new_start);

@@ -5,7 +5,8 @@
 //! A segment based at offset B is three files in the partition directory,
 //! named after B in 20 zero-padded digits, as in Kafka:
 //! `00000000000000000000.log` (batches, back to back, see [`crate::batch`]),
-//! `.index` ([`crate::offset_index`]) and `.timeindex` ([`crate::time_index`]).
+//! `.index` ([`crate::offset_index`]) and `.timeindex` ([`crate::time_index`]),
+//! and once it holds an ABORT marker `.txnindex` ([`crate::txn_index`]).
 //!
 //! The *active* segment (the last) has an appender; all others are *sealed*:
 //! read-only, their indexes persisted and complete.
@@ -24,6 +25,7 @@ use crate::offset_index::{self, OffsetEntry, OffsetIndex};
 use crate::segment_appender::SegmentAppender;
 use crate::segment_reader::SegmentFile;
 use crate::time_index::{self, TimeEntry, TimeIndex};
+use crate::txn_index::{self, TxnIndex};
 use crate::types::{Offset, TimestampMs};
 use crate::write_mode::WriteMode;
 
@@ -46,6 +48,7 @@ pub struct SegmentPaths {
     pub log: PathBuf,
     pub index: PathBuf,
     pub time_index: PathBuf,
+    pub txn_index: PathBuf,
 }
 
 impl SegmentPaths {
@@ -55,7 +58,13 @@ impl SegmentPaths {
             log: dir.join(format!("{stem}.log")),
             index: dir.join(format!("{stem}.index")),
             time_index: dir.join(format!("{stem}.timeindex")),
+            txn_index: dir.join(format!("{stem}.{}", txn_index::EXTENSION)),
         }
+    }
+
+    /// Every file of the segment (the transaction index may not exist).
+    pub fn all(&self) -> [&PathBuf; 4] {
+        [&self.log, &self.index, &self.time_index, &self.txn_index]
     }
 }
 
@@ -85,6 +94,10 @@ pub struct SegmentMeta {
     pub length_durable: bool,
     pub offset_index: OffsetIndex,
     pub time_index: TimeIndex,
+    pub txn_index: TxnIndex,
+    /// The transaction index file on the device matches memory (written
+    /// and fsynced): required before a producer-state snapshot covers it.
+    pub txn_index_durable: bool,
 }
 
 impl SegmentMeta {
@@ -101,6 +114,24 @@ impl SegmentMeta {
             length_durable: true,
             offset_index: OffsetIndex::new(paths.index.clone()),
             time_index: TimeIndex::new(paths.time_index.clone()),
+            txn_index: TxnIndex::new(paths.txn_index.clone()),
+            txn_index_durable: true,
+        }
+    }
+
+    /// Records a transaction that ended in an abort with its marker here.
+    pub fn push_aborted(&mut self, aborted: crate::txn_state::AbortedTxn) {
+        assert!(aborted.last_offset < self.next_offset, "marker past the segment's end");
+        self.txn_index.push(aborted);
+        self.txn_index_durable = false;
+    }
+
+    /// Cuts the transaction index's entries of markers at or past `offset`.
+    pub fn cut_aborted_from(&mut self, offset: Offset) {
+        let before = self.txn_index.entries().len();
+        txn_index::cut_from(&mut self.txn_index, offset);
+        if self.txn_index.entries().len() != before {
+            self.txn_index_durable = false;
         }
     }
 
@@ -169,7 +200,7 @@ impl Segment {
     /// Creates a new, empty, active segment.
     pub async fn create(dir: &Path, base: Offset, mode: WriteMode, files: &Rc<FileCache>) -> Result<Segment> {
         let paths = SegmentPaths::new(dir, base);
-        for p in [&paths.log, &paths.index, &paths.time_index] {
+        for p in paths.all() {
             if p.exists() {
                 return Err(EngineError::BadFile {
                     path: p.clone(),
@@ -341,6 +372,37 @@ impl Segment {
             index::write_plan(&self.paths.time_index, &plan).await?;
             self.meta.borrow_mut().time_index.mark_persisted(&plan);
         }
+        let plan = self.meta.borrow().txn_index.plan_persist();
+        if let Some(plan) = plan {
+            self.meta.borrow_mut().txn_index_durable = false;
+            index::write_plan(&self.paths.txn_index, &plan).await?;
+            self.meta.borrow_mut().txn_index.mark_persisted(&plan);
+        }
+        Ok(())
+    }
+
+    /// Writes and fsyncs the transaction index if the device lacks some of
+    /// it (before a producer-state snapshot that covers its entries).
+    pub async fn sync_txn_index(&self) -> Result<()> {
+        if self.meta.borrow().txn_index_durable {
+            return Ok(());
+        }
+        self.persist_indexes().await?;
+        self.sync_txn_file().await
+    }
+
+    async fn sync_txn_file(&self) -> Result<()> {
+        let p = &self.paths.txn_index;
+        if p.exists() {
+            let f = index::open_for_write(p).await?;
+            f.fdatasync()
+                .await
+                .map_err(|e| EngineError::io("fdatasync transaction index", p, e))?;
+            f.close()
+                .await
+                .map_err(|e| EngineError::io("close transaction index", p, e))?;
+        }
+        self.meta.borrow_mut().txn_index_durable = true;
         Ok(())
     }
 
@@ -366,7 +428,7 @@ impl Segment {
     /// on the device.
     pub fn needs_sync(&self) -> bool {
         let m = self.meta.borrow();
-        m.synced_size < m.size || !m.indexes_durable || !m.length_durable
+        m.synced_size < m.size || !m.indexes_durable || !m.length_durable || !m.txn_index_durable
     }
 
     /// Persists the indexes, then fdatasyncs the log file and both index files.
@@ -380,6 +442,7 @@ impl Segment {
                 .map_err(|e| EngineError::io("fdatasync index", p, e))?;
             f.close().await.map_err(|e| EngineError::io("close index", p, e))?;
         }
+        self.sync_txn_file().await?;
         self.meta.borrow_mut().indexes_durable = true;
         Ok(size)
     }
@@ -391,7 +454,7 @@ impl Segment {
         if let Some(a) = self.appender() {
             a.close_file();
         }
-        for p in [&self.paths.log, &self.paths.index, &self.paths.time_index] {
+        for p in self.paths.all() {
             crate::sys::remove_if_present(p, "delete segment file")?;
         }
         Ok(())

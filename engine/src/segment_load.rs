@@ -13,6 +13,7 @@ use crate::scan::{ScanStop, Scanner};
 use crate::segment::{Segment, SegmentMeta, SegmentPaths};
 use crate::segment_reader::SegmentFile;
 use crate::time_index::{TimeEntry, TimeIndex};
+use crate::txn_index::{self, TxnIndex};
 use crate::types::Offset;
 
 /// Bytes read per request while scanning. Large reads keep io_uring
@@ -85,6 +86,41 @@ pub async fn load_from_indexes(
     meta.synced_size = size;
     meta.indexes_durable = true;
     Ok(Some(meta))
+}
+
+/// Loads a segment's transaction index file (a missing one is empty).
+/// Returns false, leaving the index empty and its file to be cut, when the
+/// file does not parse or names a marker outside the segment (past its
+/// end only the last segment may: a torn tail, cut when the log opens).
+pub async fn load_txn_index(segment: &Segment, last: bool) -> Result<bool> {
+    let path = segment.paths().txn_index.clone();
+    let reason = match crate::index::read_whole(&path, txn_index::FILE_BYTES_MAX).await {
+        Ok(None) => return Ok(true),
+        Ok(Some(bytes)) => match TxnIndex::decode(path.clone(), &bytes) {
+            Ok(index) => {
+                let (base, next) = (segment.base(), segment.next_offset());
+                let outside = index
+                    .entries()
+                    .iter()
+                    .find(|a| a.last_offset < base || (!last && a.last_offset >= next));
+                match outside {
+                    None => {
+                        segment.meta_mut().txn_index = index;
+                        return Ok(true);
+                    }
+                    Some(a) => format!("marker at {} outside the segment [{base}, {next})", a.last_offset),
+                }
+            }
+            Err(reason) => reason,
+        },
+        Err(EngineError::BadFile { reason, .. }) => reason,
+        Err(e) => return Err(e),
+    };
+    tracing::warn!(path = %path.display(), %reason, "unreadable transaction index: rebuilt from the log");
+    let mut meta = segment.meta_mut();
+    meta.txn_index = TxnIndex::rebuilding(path);
+    meta.txn_index_durable = false;
+    Ok(false)
 }
 
 /// What scanning a segment found.
@@ -254,3 +290,4 @@ pub async fn truncate_file(path: &Path, len: u64) -> Result<()> {
 // The loaders rely on these entry sizes when bounding index files.
 const _: () = assert!(OffsetEntry::BYTES == 8);
 const _: () = assert!(TimeEntry::BYTES == 12);
+const _: () = assert!(<crate::txn_state::AbortedTxn as IndexEntry>::BYTES == 34);

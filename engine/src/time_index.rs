@@ -40,13 +40,13 @@ impl IndexEntry for TimeEntry {
         out.extend_from_slice(&self.relative_offset.to_be_bytes());
     }
 
-    fn decode(b: &[u8]) -> TimeEntry {
+    fn decode(b: &[u8]) -> Result<TimeEntry, String> {
         let mut ts = [0u8; 8];
         ts.copy_from_slice(&b[0..8]);
-        TimeEntry {
+        Ok(TimeEntry {
             timestamp: TimestampMs(i64::from_be_bytes(ts)),
             relative_offset: u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
-        }
+        })
     }
 
     fn precedes(&self, next: &TimeEntry) -> bool {

@@ -269,6 +269,7 @@ impl PartitionLog {
             let mut m = segment.meta_mut();
             m.offset_index.truncate_by(|e| e.relative_offset < rel_next);
             m.time_index.truncate_by(|e| e.relative_offset < rel_next);
+            m.cut_aborted_from(new_next);
             m.size = cut_pos;
             m.next_offset = new_next;
             m.synced_size = m.synced_size.min(cut_pos);

@@ -9,8 +9,9 @@
 //! COMMIT or ABORT. The first offset of any open transaction bounds what a
 //! `read_committed` consumer may see (the *last stable offset*, capped by
 //! the high watermark); an aborted transaction's records stay in the log
-//! and are listed, with the marker's offset, so that such a consumer skips
-//! them.
+//! and are listed, with the marker's offset, in the transaction index of
+//! the marker's segment ([`crate::txn_index`]), so that such a consumer
+//! skips them.
 //!
 //! # Control record (Kafka's own layout, inside an uncompressed batch)
 //!
@@ -19,15 +20,8 @@
 //! value  version int16 (0) | coordinator_epoch int32
 //! ```
 //!
-//! # Aborted-transaction entry (Kafka's `.txnindex` entry), big-endian
-//!
-//! ```text
-//! version             int16  0
-//! producer_id         int64
-//! first_offset        int64  the transaction's first batch
-//! last_offset         int64  its ABORT marker
-//! last_stable_offset  int64  the partition's first unstable offset once it ended
-//! ```
+//! An aborted transaction's entry is Kafka's `.txnindex` entry; its layout
+//! is documented with that file ([`crate::txn_index`]).
 
 use std::collections::BTreeMap;
 
@@ -185,12 +179,10 @@ pub fn marker_if_control(bytes: &[u8], info: &BatchInfo) -> Option<Marker> {
     marker_of(bytes, info).ok().flatten()
 }
 
-/// The open transactions of a partition, and those that ended in an abort
-/// (by the offset of their marker).
+/// The open transactions of a partition.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TxnState {
     open: BTreeMap<ProducerId, Offset>,
-    aborted: Vec<AbortedTxn>,
 }
 
 impl TxnState {
@@ -200,7 +192,7 @@ impl TxnState {
 
     /// Applies a batch that is in the log: a transactional batch opens its
     /// producer's transaction if none is open; a marker closes it (an
-    /// abort is remembered, and returned).
+    /// abort is returned, for the transaction index).
     pub fn apply(&mut self, info: &BatchInfo, marker: Option<Marker>) -> Option<AbortedTxn> {
         if !info.is_transactional || !info.producer_id.is_producer() {
             return None;
@@ -216,19 +208,12 @@ impl TxnState {
         let (Marker::Abort, Some(first_offset)) = (marker, first) else {
             return None;
         };
-        let aborted = AbortedTxn {
+        Some(AbortedTxn {
             producer_id: info.producer_id,
             first_offset,
             last_offset: info.base_offset,
             last_stable_offset: self.first_unstable().unwrap_or(info.next_offset()),
-        };
-        // Markers come in offset order; an entry at or past this one (a
-        // snapshot that says otherwise) is forgotten rather than kept out of
-        // order.
-        let keep = self.aborted.partition_point(|a| a.last_offset < aborted.last_offset);
-        self.aborted.truncate(keep);
-        self.aborted.push(aborted);
-        Some(aborted)
+        })
     }
 
     /// The first offset of the oldest open transaction: the last stable
@@ -242,39 +227,11 @@ impl TxnState {
         self.open.get(&producer_id).copied()
     }
 
-    /// The aborted transactions a read of `[from, upper)` must report:
-    /// those whose marker is at or after `from` and which began below
-    /// `upper`, as `(producer id, first offset)` in marker order.
-    pub fn aborted_within(&self, from: Offset, upper: Offset) -> Vec<(ProducerId, Offset)> {
-        let start = self.aborted.partition_point(|a| a.last_offset < from);
-        self.aborted[start..]
-            .iter()
-            .filter(|a| a.first_offset < upper)
-            .map(|a| (a.producer_id, a.first_offset))
-            .collect()
-    }
-
-    /// Forgets what lies wholly below the log start (retention,
-    /// DeleteRecords); an open transaction that began below it is still
-    /// open.
-    pub fn drop_below(&mut self, log_start: Offset) {
-        self.aborted.retain(|a| a.last_offset >= log_start);
-    }
-
-    /// A state read back from a snapshot; refused if the aborted
-    /// transactions are not in marker order.
-    pub fn restore(open: Vec<(ProducerId, Offset)>, aborted: Vec<AbortedTxn>) -> Result<TxnState, String> {
-        if aborted.windows(2).any(|w| w[0].last_offset >= w[1].last_offset) {
-            return Err("aborted transactions out of marker order".into());
-        }
-        Ok(TxnState {
+    /// A state read back from a snapshot.
+    pub fn restore(open: Vec<(ProducerId, Offset)>) -> TxnState {
+        TxnState {
             open: open.into_iter().collect(),
-            aborted,
-        })
-    }
-
-    pub fn aborted(&self) -> &[AbortedTxn] {
-        &self.aborted
+        }
     }
 
     /// Open transactions as `(producer id, first offset)`.
@@ -320,17 +277,10 @@ mod tests {
         );
         assert_eq!(t.first_unstable(), None);
         assert_eq!(
-            t.aborted_within(Offset(0), Offset(100)),
-            vec![(ProducerId(2), Offset(12))]
+            t.apply(&info(2, 16, 1, true), Some(Marker::Abort)),
+            None,
+            "nothing open"
         );
-        assert_eq!(
-            t.aborted_within(Offset(16), Offset(100)),
-            vec![],
-            "marker before the read"
-        );
-        assert_eq!(t.aborted_within(Offset(0), Offset(12)), vec![], "began after the read");
-        t.drop_below(Offset(16));
-        assert!(t.aborted().is_empty());
     }
 
     #[test]

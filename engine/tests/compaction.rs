@@ -302,6 +302,7 @@ fn a_crash_after_the_swap_is_committed_is_completed_at_open() {
                     path,
                     size,
                     next_offset: Offset(next),
+                    aborted: Vec::new(),
                 }
             })
             .collect();

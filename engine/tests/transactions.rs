@@ -11,7 +11,7 @@ use bytes::BytesMut;
 use common::*;
 use ferrite_engine::batch::{self, build_batch, ATTR_TRANSACTIONAL};
 use ferrite_engine::clock::Clock;
-use ferrite_engine::txn_state::{marker_batch, Marker};
+use ferrite_engine::txn_state::{marker_batch, AbortedTxn, Marker};
 use ferrite_engine::{AppendMode, LeaderEpoch, LogConfig, Offset, PartitionLog, ProducerId, TimestampMs, WriteMode};
 
 /// A transactional batch of `n` records of producer `pid`, at `base`.
@@ -291,6 +291,11 @@ fn the_cleaner_removes_aborted_records_then_their_markers() {
         log.clean(params_).await.unwrap().expect("third pass");
         let last = batches(&log).await;
         assert!(!last.iter().any(|b| b.0 == 3 || b.0 == 4), "markers removed: {last:?}");
+        assert_eq!(
+            log.aborted_transactions(Offset(0), Offset(100)),
+            vec![(ProducerId(5), Offset(13))],
+            "listed while its marker stays, and no longer once it is gone"
+        );
         assert!(
             last.iter().any(|b| b.0 == 14 && b.2),
             "the marker that says producer 5's epoch stays: {last:?}"
@@ -355,5 +360,160 @@ fn a_marker_of_an_older_coordinator_is_refused() {
         );
         log.append(marker(6), coordinator).await.expect("a newer coordinator's");
         log.close().await.unwrap();
+    });
+}
+
+/// Every `.txnindex` file of `dir`: its segment's base and its entries.
+fn txn_index_files(dir: &std::path::Path) -> Vec<(i64, Vec<AbortedTxn>)> {
+    let mut out: Vec<(i64, Vec<AbortedTxn>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            let base = ferrite_engine::segment::parse_file_name(&name, "txnindex")?;
+            let bytes = std::fs::read(dir.join(&name)).unwrap();
+            assert_eq!(bytes.len() % AbortedTxn::BYTES, 0, "{name}: whole entries");
+            let entries = bytes
+                .chunks(AbortedTxn::BYTES)
+                .map(|c| AbortedTxn::decode(c).unwrap())
+                .collect();
+            Some((base.0, entries))
+        })
+        .collect();
+    out.sort_by_key(|(b, _)| *b);
+    out
+}
+
+/// Transactions at offsets from `base`: producer `pid` writes two records
+/// and aborts, then a plain record: four offsets.
+async fn aborted_txn(log: &Rc<PartitionLog>, pid: i64, base: i64) {
+    for b in [
+        txn_batch(pid, 0, 2, base),
+        marker(pid, Marker::Abort, base + 2),
+        plain(base + 3),
+    ] {
+        log.append(b, AppendMode::Replica).await.expect("append");
+    }
+}
+
+/// Aborted transactions live in the transaction index of the segment that
+/// holds their marker (Kafka's `.txnindex`): written with the segment,
+/// entered once whatever a crash kept of the file, rebuilt from the log
+/// when a file is damaged, and gone with the segment.
+#[test]
+fn aborted_transactions_live_in_their_segments_transaction_index_files() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let log = open(dir.path(), &clock).await;
+        for i in 0..6 {
+            aborted_txn(&log, 10 + i, 4 * i).await;
+        }
+        let all = log.aborted_all();
+        assert_eq!(all.len(), 6);
+        let listed: Vec<_> = all.iter().map(|a| (a.producer_id, a.first_offset)).collect();
+        assert_eq!(log.aborted_transactions(Offset(0), Offset(1000)), listed);
+        assert_eq!(
+            log.aborted_transactions(Offset(7), Offset(12)),
+            listed[2..3].to_vec(),
+            "marker at 10, began at 8: the one transaction overlapping [7, 12)"
+        );
+        log.close().await.unwrap();
+        let files = txn_index_files(dir.path());
+        assert!(files.len() > 1, "the markers lie in several segments: {files:?}");
+        let segment_bases: Vec<i64> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                ferrite_engine::segment::parse_file_name(&name, "log").map(|o| o.0)
+            })
+            .collect();
+        for (base, entries) in &files {
+            let next = segment_bases
+                .iter()
+                .copied()
+                .filter(|b| b > base)
+                .min()
+                .unwrap_or(i64::MAX);
+            for e in entries {
+                assert!(
+                    (*base..next).contains(&e.last_offset.0),
+                    "{e:?} in the segment at {base}"
+                );
+            }
+        }
+        let on_disk: Vec<AbortedTxn> = files.iter().flat_map(|(_, e)| e.clone()).collect();
+        assert_eq!(on_disk, all);
+        let snapshot = std::fs::read(dir.path().join("producer-state")).unwrap();
+        assert_eq!(&snapshot[..4], b"FPS4");
+
+        // A crash after another abort in the active segment: entered once.
+        let log = open(dir.path(), &clock).await;
+        aborted_txn(&log, 30, 24).await;
+        let all = log.aborted_all();
+        drop(log);
+        let log = open(dir.path(), &clock).await;
+        assert_eq!(log.aborted_all(), all, "after a crash");
+        drop(log);
+        let log = open(dir.path(), &clock).await;
+        assert_eq!(log.aborted_all(), all, "after a second crash");
+        log.close().await.unwrap();
+        let on_disk: Vec<AbortedTxn> = txn_index_files(dir.path()).into_iter().flat_map(|(_, e)| e).collect();
+        assert_eq!(on_disk, all);
+
+        // A damaged file: rebuilt from the log.
+        let (first_base, _) = txn_index_files(dir.path())[0].clone();
+        let damaged = ferrite_engine::segment::SegmentPaths::new(dir.path(), Offset(first_base)).txn_index;
+        std::fs::write(&damaged, b"garbage").unwrap();
+        let log = open(dir.path(), &clock).await;
+        assert_eq!(log.aborted_all(), all, "rebuilt");
+        log.close().await.unwrap();
+        assert_eq!(std::fs::metadata(&damaged).unwrap().len() % 34, 0, "rewritten whole");
+
+        // Gone with its segment.
+        let log = open(dir.path(), &clock).await;
+        log.delete_records(Offset(12)).await.unwrap();
+        assert!(!damaged.exists(), "deleted with its segment");
+        assert!(log.aborted_all().iter().all(|a| a.last_offset.0 >= first_base));
+        log.close().await.unwrap();
+    });
+}
+
+/// A data directory from before transaction indexes: the aborted
+/// transactions are in the producer-state snapshot (FPS3) and no segment
+/// has a `.txnindex`. Opening puts them into the segments' indexes; the
+/// next snapshot is FPS4.
+#[test]
+fn an_fps3_snapshots_aborted_transactions_move_into_the_transaction_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let clock: Rc<dyn Clock> = manual_clock();
+        let log = open(dir.path(), &clock).await;
+        for i in 0..5 {
+            aborted_txn(&log, 10 + i, 4 * i).await;
+        }
+        let all = log.aborted_all();
+        log.close().await.unwrap();
+        // Rewrite the directory as the older version left it.
+        for (base, _) in txn_index_files(dir.path()) {
+            std::fs::remove_file(ferrite_engine::segment::SegmentPaths::new(dir.path(), Offset(base)).txn_index)
+                .unwrap();
+        }
+        let path = dir.path().join("producer-state");
+        let mut v3 = std::fs::read(&path).unwrap();
+        v3[..4].copy_from_slice(b"FPS3");
+        v3.extend_from_slice(&(all.len() as u32).to_be_bytes());
+        for a in &all {
+            a.encode(&mut v3);
+        }
+        let crc = crc32c::crc32c(&v3[8..]);
+        v3[4..8].copy_from_slice(&crc.to_be_bytes());
+        std::fs::write(&path, &v3).unwrap();
+
+        let log = open(dir.path(), &clock).await;
+        assert_eq!(log.aborted_all(), all);
+        log.close().await.unwrap();
+        let on_disk: Vec<AbortedTxn> = txn_index_files(dir.path()).into_iter().flat_map(|(_, e)| e).collect();
+        assert_eq!(on_disk, all);
+        assert_eq!(&std::fs::read(&path).unwrap()[..4], b"FPS4");
     });
 }
