@@ -17,6 +17,12 @@ use crate::shard::BrokerShard;
 /// The correlation id every such request carries (one per connection).
 pub const CORRELATION_ID: i32 = 1;
 
+/// The frame of a request whose `body` is encoded: size prefix, header v2
+/// with [`CORRELATION_ID`] and `client_id`.
+pub fn frame(api_key: i16, version: i16, client_id: &str, body: ferrite_protocol::wire::Writer) -> Bytes {
+    ferrite_client::codec::frame_v2(api_key, version, CORRELATION_ID, client_id, &body.into_bytes())
+}
+
 /// Sends `frame` (size prefix included, correlation id
 /// [`CORRELATION_ID`]) to `broker`; returns the answer's body, read within
 /// `timeout` and at most `response_bytes_max` long, past its header (v1,

@@ -192,13 +192,7 @@ async fn call_leader(
 fn request_frame(request: &WriteTxnMarkersRequest) -> bytes::Bytes {
     let mut body = ferrite_protocol::wire::Writer::new();
     request.encode(&mut body, VERSION_MAX);
-    ferrite_client::codec::frame_v2(
-        API_KEY,
-        VERSION_MAX,
-        super::inter_broker::CORRELATION_ID,
-        "ferrite-txn-coordinator",
-        &body.into_bytes(),
-    )
+    super::inter_broker::frame(API_KEY, VERSION_MAX, "ferrite-txn-coordinator", body)
 }
 
 #[cfg(test)]

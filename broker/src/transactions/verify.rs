@@ -165,6 +165,11 @@ pub async fn before_append(
     log: &PartitionLog,
     writer: &TxnWriter,
 ) -> Result<(), ErrorCode> {
+    // The common case, a later batch of an open transaction while no
+    // marker is on its way on this shard: no key built.
+    if log.txn_open(writer.caller.producer_id) && s.txn_verifications.markers.borrow().is_empty() {
+        return Ok(());
+    }
     let key = (tp.clone(), writer.caller.producer_id);
     loop {
         if log.txn_open(writer.caller.producer_id) && !s.txn_verifications.marker_on_its_way(&key) {
@@ -320,13 +325,7 @@ fn remote_code(code: i16) -> ErrorCode {
 fn request_frame(request: &AddPartitionsToTxnBatch) -> Bytes {
     let mut body = ferrite_protocol::wire::Writer::new();
     request.encode(&mut body, BATCHED_FROM);
-    ferrite_client::codec::frame_v2(
-        ADD_PARTITIONS_TO_TXN_KEY,
-        BATCHED_FROM,
-        super::inter_broker::CORRELATION_ID,
-        "ferrite-txn-verify",
-        &body.into_bytes(),
-    )
+    super::inter_broker::frame(ADD_PARTITIONS_TO_TXN_KEY, BATCHED_FROM, "ferrite-txn-verify", body)
 }
 
 #[cfg(test)]
