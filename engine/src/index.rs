@@ -1,12 +1,14 @@
 //! A sparse, sorted, fixed-width index kept in memory and mirrored to a file.
 //!
-//! Both of a segment's indexes (`.index`, `.timeindex`) are instances: a file
-//! of fixed-size big-endian entries with no header and no checksum, sorted by
-//! both columns. No checksum is needed because an index is derived data: after
-//! an unclean shutdown the indexes of every segment that recovery scans are
-//! rebuilt from the log, and any index that fails the sanity checks on open
-//! (size not a multiple of the entry size, columns not sorted, an entry past
-//! the end of the log file) is rebuilt the same way.
+//! A segment's indexes (`.index`, `.timeindex`, `.txnindex`) are instances:
+//! a file of fixed-size big-endian entries with no header and no checksum,
+//! sorted. No checksum is needed because an index is derived data: after an
+//! unclean shutdown the offset and time indexes of every segment that
+//! recovery scans are rebuilt from the log, and any that fails the sanity
+//! checks on open (size not a multiple of the entry size, not sorted, an
+//! entry past the end of the log file) is rebuilt the same way. (The
+//! transaction index is rebuilt with the producer state instead: see
+//! [`crate::txn_index`].)
 //!
 //! The file is append-only between truncations: entries are written when a
 //! segment is flushed, sealed or closed, so the file is always a prefix of the
@@ -179,6 +181,12 @@ impl<E: IndexEntry> SparseIndex<E> {
 /// Carries out a [`PersistPlan`] on the file at `path`. No fsync.
 pub async fn write_plan(path: &Path, plan: &PersistPlan) -> Result<()> {
     let file = open_for_write(path).await?;
+    write_plan_to(file, path, plan).await
+}
+
+/// Carries out a [`PersistPlan`] on `file` (opened at `path`) and closes
+/// it. No fsync.
+pub async fn write_plan_to(file: BufferedFile, path: &Path, plan: &PersistPlan) -> Result<()> {
     if let Some(len) = plan.truncate_bytes {
         crate::sys::truncate_fd(std::os::unix::io::AsRawFd::as_raw_fd(&file), len, path)?;
     }

@@ -52,13 +52,28 @@ pub(crate) async fn rebuild(
         Some(_) if txn_indexes == TxnIndexes::Broken => {
             tracing::warn!(dir = %dir.display(),
                 "a transaction index did not load: the producer state and every transaction index rebuilt from the log");
+            // Every index is about to be cut and written again: a crash
+            // meanwhile must not find a snapshot that trusts them.
+            let path = dir.join(crate::producer_state::FILE_NAME);
+            std::fs::remove_file(&path)
+                .map_err(|e| crate::error::EngineError::io("remove producer-state snapshot", &path, e))?;
+            crate::checkpoint::sync_dir(dir).await?;
             None
         }
         found => found,
     };
     let (from, mut states) = match snapshot {
         Some(d) => {
-            place_legacy(segments, &d.legacy_aborted, d.offset);
+            // A snapshot of an older version (FPS1-3): the `.txnindex`
+            // files are not its, whatever they say (a version with them
+            // may have run before it, and its truncations and cleanings
+            // did not keep them): they are rebuilt from its list and the
+            // batches after it.
+            let trusted_below = if d.txn_indexes_kept { d.offset } else { Offset::ZERO };
+            for s in segments {
+                s.meta_mut().cut_aborted_from(trusted_below);
+            }
+            place_legacy(segments, &d.legacy_aborted, d.offset).await?;
             (d.offset, d.states)
         }
         None => (Offset::ZERO, ProducerStates::new()),
@@ -109,18 +124,43 @@ pub(crate) async fn rebuild(
 
 /// Puts an FPS3/FPS2 snapshot's aborted transactions (those below its
 /// offset `covered`) into the transaction indexes of the segments holding
-/// their markers, where not there yet.
-fn place_legacy(segments: &VecDeque<Rc<Segment>>, legacy: &[AbortedTxn], covered: Offset) {
+/// their markers, where not there yet — each only if its ABORT marker is
+/// still in the log (the version that wrote the list did not take an entry
+/// out when its cleaner removed the marker, and a consumer told of an
+/// abort skips the producer's batches until it meets the marker).
+async fn place_legacy(segments: &VecDeque<Rc<Segment>>, legacy: &[AbortedTxn], covered: Offset) -> Result<()> {
     for a in legacy.iter().filter(|a| a.last_offset < covered) {
         let at = segments.partition_point(|s| s.next_offset() <= a.last_offset);
         let Some(s) = segments.get(at).filter(|s| s.base() <= a.last_offset) else {
             continue;
         };
-        let mut meta = s.meta_mut();
-        if meta.txn_index.last().is_none_or(|l| l.last_offset < a.last_offset) {
-            meta.push_aborted(*a);
+        let after_last = s.meta().txn_index.last().is_none_or(|l| l.last_offset < a.last_offset);
+        if after_last && abort_marker_at(s, a).await? {
+            s.meta_mut().push_aborted(*a);
         }
     }
+    Ok(())
+}
+
+/// Whether `a`'s producer's ABORT marker is at `a.last_offset` in `s`.
+async fn abort_marker_at(s: &Segment, a: &AbortedTxn) -> Result<bool> {
+    let (_, mut pos) = s.index_lookup(a.last_offset);
+    let reader = s.reader().await?;
+    let size = s.size();
+    while let Some(info) = reader.batch_at(pos, size).await? {
+        if info.base_offset > a.last_offset {
+            break;
+        }
+        if info.base_offset == a.last_offset {
+            if !info.is_control || info.producer_id != a.producer_id {
+                return Ok(false);
+            }
+            let bytes = reader.read_at(pos, info.size).await?;
+            return Ok(crate::txn_state::marker_if_control(&bytes, &info) == Some(crate::txn_state::Marker::Abort));
+        }
+        pos += info.size as u64;
+    }
+    Ok(false)
 }
 
 impl PartitionLog {

@@ -483,6 +483,7 @@ impl ProducerStates {
             offset,
             states: ProducerStates { producers, txns: open },
             legacy_aborted,
+            txn_indexes_kept: matches!(txns, TxnLists::Open),
         })
     }
 
@@ -536,6 +537,9 @@ pub struct Decoded {
     /// An FPS3/FPS2 snapshot's aborted transactions, in marker order, for
     /// the transaction indexes of the segments that hold their markers.
     pub legacy_aborted: Vec<AbortedTxn>,
+    /// Written by a version that keeps `.txnindex` files (FPS4): those
+    /// files' entries below `offset` are its, and durable.
+    pub txn_indexes_kept: bool,
 }
 
 /// The open transactions of a snapshot, from `at`.

@@ -219,7 +219,8 @@ impl PartitionLog {
         }
         let mut txn_indexes = crate::producer_scan::TxnIndexes::Loaded;
         for (i, s) in segments.iter().enumerate() {
-            if !segment_load::load_txn_index(s, i + 1 == segments.len()).await? {
+            let clean = cp.shutdown == Shutdown::Clean;
+            if !segment_load::load_txn_index(s, i + 1 == segments.len(), clean).await? {
                 txn_indexes = crate::producer_scan::TxnIndexes::Broken;
             }
         }
@@ -285,8 +286,9 @@ fn list_segments(dir: &Path) -> Result<Vec<Offset>> {
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(base) = segment::parse_file_name(&name, "log") {
             bases.push(base);
-        } else if let Some(base) =
-            segment::parse_file_name(&name, "index").or_else(|| segment::parse_file_name(&name, "timeindex"))
+        } else if let Some(base) = ["index", "timeindex", crate::txn_index::EXTENSION]
+            .iter()
+            .find_map(|ext| segment::parse_file_name(&name, ext))
         {
             indexes.push((base, entry.path()));
         } else if name.ends_with(".tmp") {

@@ -194,6 +194,8 @@ pub struct Segment {
     /// The cleaner put another segment in this one's place: its path now
     /// names that segment's file, so this one never opens it.
     retired: std::cell::Cell<bool>,
+    /// Its files are being (or were) deleted.
+    deleted: std::cell::Cell<bool>,
 }
 
 impl Segment {
@@ -237,6 +239,7 @@ impl Segment {
             meta: RefCell::new(meta),
             index_lock: Semaphore::new(1),
             retired: std::cell::Cell::new(false),
+            deleted: std::cell::Cell::new(false),
         }
     }
 
@@ -372,12 +375,42 @@ impl Segment {
             index::write_plan(&self.paths.time_index, &plan).await?;
             self.meta.borrow_mut().time_index.mark_persisted(&plan);
         }
+        self.persist_txn_index().await
+    }
+
+    /// The segment left the log: the cleaner put another in its place, or
+    /// its files are deleted. Its paths may name another segment's files,
+    /// or none.
+    fn gone(&self) -> bool {
+        self.retired.get() || self.deleted.get()
+    }
+
+    /// Brings the transaction index file in line with memory (the caller
+    /// holds the index lock). A producer-state snapshot syncs these files
+    /// without the flush lock, so a cleaner swap or a deletion may run
+    /// while it waits: nothing is written once the segment is gone. Both
+    /// retire (after its renames) and deletion (before its unlinks) mark the
+    /// segment without awaiting, so a file opened while it was still in
+    /// the log is its own (or an unlinked one).
+    async fn persist_txn_index(&self) -> Result<()> {
         let plan = self.meta.borrow().txn_index.plan_persist();
-        if let Some(plan) = plan {
-            self.meta.borrow_mut().txn_index_durable = false;
-            index::write_plan(&self.paths.txn_index, &plan).await?;
-            self.meta.borrow_mut().txn_index.mark_persisted(&plan);
+        let Some(plan) = plan else { return Ok(()) };
+        if self.gone() {
+            return Ok(());
         }
+        let path = &self.paths.txn_index;
+        self.meta.borrow_mut().txn_index_durable = false;
+        let file = index::open_for_write(path).await?;
+        if self.gone() {
+            let _ = file.close().await;
+            if self.deleted.get() {
+                // Opened after the unlink, it created an orphan.
+                crate::sys::remove_if_present(path, "remove transaction index")?;
+            }
+            return Ok(());
+        }
+        index::write_plan_to(file, path, &plan).await?;
+        self.meta.borrow_mut().txn_index.mark_persisted(&plan);
         Ok(())
     }
 
@@ -387,20 +420,43 @@ impl Segment {
         if self.meta.borrow().txn_index_durable {
             return Ok(());
         }
-        self.persist_indexes().await?;
+        {
+            let _permit = self
+                .index_lock
+                .acquire_permit(1)
+                .await
+                .map_err(|e| EngineError::io("wait for index lock", &self.paths.txn_index, e))?;
+            self.persist_txn_index().await?;
+        }
         self.sync_txn_file().await
     }
 
     async fn sync_txn_file(&self) -> Result<()> {
         let p = &self.paths.txn_index;
-        if p.exists() {
-            let f = index::open_for_write(p).await?;
-            f.fdatasync()
-                .await
-                .map_err(|e| EngineError::io("fdatasync transaction index", p, e))?;
-            f.close()
-                .await
-                .map_err(|e| EngineError::io("close transaction index", p, e))?;
+        if self.gone() {
+            return Ok(());
+        }
+        let opened = glommio::io::OpenOptions::new().write(true).buffered_open(p).await;
+        match opened {
+            Ok(f) if !self.gone() => {
+                f.fdatasync()
+                    .await
+                    .map_err(|e| EngineError::io("fdatasync transaction index", p, e))?;
+                f.close()
+                    .await
+                    .map_err(|e| EngineError::io("close transaction index", p, e))?;
+            }
+            Ok(f) => {
+                let _ = f.close().await;
+                return Ok(());
+            }
+            Err(e) => {
+                let e: std::io::Error = e.into();
+                // No file: an index with no entry yet.
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Err(EngineError::io("open transaction index", p, e));
+                }
+            }
         }
         self.meta.borrow_mut().txn_index_durable = true;
         Ok(())
@@ -431,7 +487,7 @@ impl Segment {
         m.synced_size < m.size || !m.indexes_durable || !m.length_durable || !m.txn_index_durable
     }
 
-    /// Persists the indexes, then fdatasyncs the log file and both index files.
+    /// Persists the indexes, then fdatasyncs the log file and the index files.
     pub async fn sync_all(&self) -> Result<u64> {
         self.persist_indexes().await?;
         let size = self.sync_data().await?;
@@ -450,6 +506,7 @@ impl Segment {
     /// Removes the segment's files. Readers holding the `SegmentFile` keep
     /// reading until they drop it.
     pub async fn delete_files(&self) -> Result<()> {
+        self.deleted.set(true);
         self.reader.close();
         if let Some(a) = self.appender() {
             a.close_file();

@@ -92,7 +92,10 @@ pub async fn load_from_indexes(
 /// Returns false, leaving the index empty and its file to be cut, when the
 /// file does not parse or names a marker outside the segment (past its
 /// end only the last segment may: a torn tail, cut when the log opens).
-pub async fn load_txn_index(segment: &Segment, last: bool) -> Result<bool> {
+/// After an unclean shutdown (`clean` false) a file read back may be only
+/// in the page cache: it is fsynced before the next producer-state
+/// snapshot.
+pub async fn load_txn_index(segment: &Segment, last: bool, clean: bool) -> Result<bool> {
     let path = segment.paths().txn_index.clone();
     let reason = match crate::index::read_whole(&path, txn_index::FILE_BYTES_MAX).await {
         Ok(None) => return Ok(true),
@@ -105,7 +108,9 @@ pub async fn load_txn_index(segment: &Segment, last: bool) -> Result<bool> {
                     .find(|a| a.last_offset < base || (!last && a.last_offset >= next));
                 match outside {
                     None => {
-                        segment.meta_mut().txn_index = index;
+                        let mut meta = segment.meta_mut();
+                        meta.txn_index = index;
+                        meta.txn_index_durable = clean;
                         return Ok(true);
                     }
                     Some(a) => format!("marker at {} outside the segment [{base}, {next})", a.last_offset),

@@ -493,6 +493,9 @@ fn an_fps3_snapshots_aborted_transactions_move_into_the_transaction_indexes() {
         }
         let all = log.aborted_all();
         log.close().await.unwrap();
+        // Segments: [0, 2), then one from each marker (2, 6, 10, ...).
+        let with_files: Vec<i64> = txn_index_files(dir.path()).iter().map(|(b, _)| *b).collect();
+        assert_eq!(with_files, [2, 6, 10, 14, 18]);
         // Rewrite the directory as the older version left it.
         for (base, _) in txn_index_files(dir.path()) {
             std::fs::remove_file(ferrite_engine::segment::SegmentPaths::new(dir.path(), Offset(base)).txn_index)
@@ -501,17 +504,58 @@ fn an_fps3_snapshots_aborted_transactions_move_into_the_transaction_indexes() {
         let path = dir.path().join("producer-state");
         let mut v3 = std::fs::read(&path).unwrap();
         v3[..4].copy_from_slice(b"FPS3");
-        v3.extend_from_slice(&(all.len() as u32).to_be_bytes());
-        for a in &all {
+        // The older version's list can name a marker its cleaner removed
+        // since (here: a plain record at 3): not placed.
+        let gone = AbortedTxn {
+            producer_id: ProducerId(77),
+            first_offset: Offset(3),
+            last_offset: Offset(3),
+            last_stable_offset: Offset(4),
+        };
+        let mut legacy = all.clone();
+        legacy.insert(1, gone);
+        v3.extend_from_slice(&(legacy.len() as u32).to_be_bytes());
+        for a in &legacy {
             a.encode(&mut v3);
         }
         let crc = crc32c::crc32c(&v3[8..]);
         v3[4..8].copy_from_slice(&crc.to_be_bytes());
         std::fs::write(&path, &v3).unwrap();
+        let decoded = ferrite_engine::producer_state::ProducerStates::decode(&v3).expect("an FPS3 snapshot");
+        assert_eq!(decoded.legacy_aborted, legacy);
+        assert_eq!((all[1].last_offset, all[2].last_offset), (Offset(6), Offset(10)));
+        // A `.txnindex` an earlier run of this version left, which the
+        // older version did not keep up to date (its truncations and
+        // cleanings ignore the files): not trusted under its snapshot.
+        let stale = AbortedTxn {
+            producer_id: ProducerId(88),
+            first_offset: Offset(4),
+            last_offset: Offset(6),
+            last_stable_offset: Offset(7),
+        };
+        let mut stale_bytes = Vec::new();
+        stale.encode(&mut stale_bytes);
+        std::fs::write(
+            ferrite_engine::segment::SegmentPaths::new(dir.path(), Offset(6)).txn_index,
+            &stale_bytes,
+        )
+        .unwrap();
+        // And an orphan where the next segment will be: swept at open.
+        let orphan = ferrite_engine::segment::SegmentPaths::new(dir.path(), Offset(20)).txn_index;
+        std::fs::write(&orphan, &stale_bytes).unwrap();
 
         let log = open(dir.path(), &clock).await;
+        assert!(!orphan.exists(), "an index without its log is removed");
         assert_eq!(log.aborted_all(), all);
+        aborted_txn(&log, 20, 20).await;
         log.close().await.unwrap();
+        let all = {
+            let log = open(dir.path(), &clock).await;
+            let all = log.aborted_all();
+            log.close().await.unwrap();
+            all
+        };
+        assert_eq!(all.len(), 6, "and the log goes on: {all:?}");
         let on_disk: Vec<AbortedTxn> = txn_index_files(dir.path()).into_iter().flat_map(|(_, e)| e).collect();
         assert_eq!(on_disk, all);
         assert_eq!(&std::fs::read(&path).unwrap()[..4], b"FPS4");
