@@ -108,6 +108,22 @@ expected = p["records"] + p["warm_up_records"]
 assert p["warm_up_records"] == 4, p
 assert c["records"] == expected, f"consumed {c['records']} of {expected}"
 PY
+# A fixed rate: an open-loop schedule per record, batches closed by a linger.
+paced=$(target/release/ferrite-bench produce --bootstrap "127.0.0.1:$port" --topic smoke-rate --partitions 4 \
+  --connections 2 --rate 20000 --linger-ms 1 --duration 3 --loopback-seconds 0 | tail -n 1)
+echo "$paced"
+python3 - "$paced" <<'PY'
+import json, sys
+p = json.loads(sys.argv[1])
+assert p["errors"] == 0 and p["rate"] == 20000, p
+# Loose bounds: a smoke run, not a timing. Two batches of 5 records a
+# request (the 11 records intended within 1 ms of the first at 10,000/s a
+# connection, over its two partitions), each record waiting 0.45 ms on
+# average for its batch to close.
+assert p["records"] >= 20000, p
+assert 0.3 <= p["linger_ms_mean"] <= 1.0, p
+assert p["p50_ms"] >= 0.3, p
+PY
 kill -TERM $broker_pid
 wait $broker_pid
 trap 'rm -rf "$smoke_dir"' EXIT

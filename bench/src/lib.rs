@@ -15,6 +15,7 @@ pub mod loopback;
 pub mod matrix;
 pub mod partitions;
 pub mod procs;
+pub mod schedule;
 pub mod size;
 
 use bytes::BytesMut;

@@ -2,18 +2,20 @@
 //! pipelined Kafka client (Ferrite's client codec over blocking sockets, one
 //! thread per connection).
 //!
-//! Latency is per request: from the moment the request was due to the
-//! moment its response arrived. At `--rate 0` (as fast as possible) a request
-//! is due when it is sent. At a fixed rate a request is due at its slot in
-//! the schedule, so a stall that delays later sends is charged to them too
-//! (coordinated omission corrected).
+//! Latency is per record: from the moment the record was meant to be sent
+//! to the moment its request was acknowledged. At `--rate 0` (as fast as
+//! possible) a request's records are meant to be sent when it is sent. At
+//! a fixed rate each record has its time in an open-loop schedule
+//! ([`crate::schedule`]): a request leaves when its last record is due (or
+//! `--linger-ms` after its first), responses are read by a thread of their
+//! own, so the sender never waits for them, and a stall that delays later
+//! sends is charged to them too (coordinated omission corrected).
 //!
 //! Before the clock starts, `produce` sends one unmeasured one-record batch
 //! to each partition and retries it until the partition takes it
 //! (`warm_up`), so a freshly created topic's start-up is not measured; those
 //! records are in the topic beside the measured ones.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +25,8 @@ use ferrite_client::codec::{self, CREATE_TOPICS_V, FETCH_V, PRODUCE_V};
 use ferrite_client::{ClientError, Connection};
 use ferrite_engine::batch::{self, Validation};
 use hdrhistogram::Histogram;
+
+use crate::schedule::{Planned, Schedule};
 
 #[derive(Clone, Debug)]
 pub struct LoadConfig {
@@ -45,6 +49,9 @@ pub struct LoadConfig {
     pub count: u64,
     /// Records per second in all; 0 = as fast as possible.
     pub rate: u64,
+    /// At a fixed rate, the longest a batch's first record waits for it to
+    /// fill (`None`: batches are always whole).
+    pub linger: Option<Duration>,
     pub fetch_max_bytes: i32,
     /// When the topic is created: its replication factor and configs.
     pub replication_factor: i16,
@@ -66,6 +73,9 @@ pub struct LoadResult {
     /// Produce requests sent, and the batches they carried.
     pub requests: u64,
     pub batches: u64,
+    /// Mean time a record waited for its batch to close (linger), in the
+    /// latency (produce at a fixed rate).
+    pub linger_ms_mean: f64,
 }
 
 impl LoadResult {
@@ -110,6 +120,8 @@ impl LoadResult {
             json["request_partitions"] = serde_json::json!(cfg.request_partitions);
             let per_request = self.batches as f64 / self.requests.max(1) as f64;
             json["batches_per_request"] = serde_json::json!(r2(per_request));
+            json["linger_ms"] = serde_json::json!(cfg.linger.map(|l| r2(l.as_secs_f64() * 1e3)));
+            json["linger_ms_mean"] = serde_json::json!((self.linger_ms_mean * 1000.0).round() / 1000.0);
         }
         json
     }
@@ -149,6 +161,10 @@ pub(crate) struct Shared {
     /// Produce requests sent, and the batches in them.
     requests: AtomicU64,
     batches: AtomicU64,
+    /// Records whose latency was recorded, and their waits for their
+    /// batches to close (µs), summed.
+    timed_records: AtomicU64,
+    lingered_us: AtomicU64,
     stop: AtomicBool,
     /// How often each Kafka error code came back.
     error_codes: std::sync::Mutex<std::collections::BTreeMap<i16, u64>>,
@@ -190,6 +206,8 @@ where
         bytes: AtomicU64::new(0),
         requests: AtomicU64::new(0),
         batches: AtomicU64::new(0),
+        timed_records: AtomicU64::new(0),
+        lingered_us: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         error_codes: Default::default(),
     });
@@ -233,6 +251,9 @@ where
         warm_up_records: 0,
         requests: shared.requests.load(Ordering::Relaxed),
         batches: shared.batches.load(Ordering::Relaxed),
+        linger_ms_mean: shared.lingered_us.load(Ordering::Relaxed) as f64
+            / 1000.0
+            / shared.timed_records.load(Ordering::Relaxed).max(1) as f64,
     })
 }
 
@@ -309,102 +330,238 @@ fn assignment(i: usize, n: usize, leaders: &[String]) -> Option<(String, Vec<i32
 pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
     ensure_topic(cfg)?;
     let value = vec![b'x'; cfg.record_bytes];
-    let values: Vec<&[u8]> = (0..cfg.batch_records).map(|_| &value[..]).collect();
-    let batch = Bytes::from(batch::build_batch(
-        ferrite_engine::Offset(0),
-        ferrite_engine::TimestampMs(0),
-        &values,
-    ));
-    let record_bytes_per_batch = (cfg.record_bytes * cfg.batch_records) as u64;
+    let per_conn_rate = cfg.rate as f64 / cfg.connections.max(1) as f64;
+    let schedule = Schedule::new(per_conn_rate, cfg.linger);
     let cfg2 = cfg.clone();
     let (leaders, warm_up_records) = warm_up(cfg, &value)?;
     let deadline = Instant::now() + cfg.duration;
-    let per_conn_rate = cfg.rate as f64 / cfg.connections.max(1) as f64;
     let per_conn_count = cfg.count.div_ceil(cfg.connections.max(1) as u64);
     let mut result = run_threads(cfg, "produce", move |i, shared| {
-        let cfg = &cfg2;
-        let Some((addr, parts)) = assignment(i, cfg.connections, &leaders) else {
+        let Some((addr, parts)) = assignment(i, cfg2.connections, &leaders) else {
             return Ok((histogram(), 0));
         };
-        let mut c = Connection::connect(&addr, "ferrite-bench")?;
-        let mut h = histogram();
-        let mut errors = 0;
-        let mut due: VecDeque<Instant> = VecDeque::new();
-        let interval = (per_conn_rate > 0.0).then(|| Duration::from_secs_f64(cfg.batch_records as f64 / per_conn_rate));
-        let k = batches_per_request(cfg.request_partitions, parts.len());
-        let start = Instant::now();
-        let mut sent_batches = 0u64;
-        let mut records = 0u64;
-        loop {
-            let done = Instant::now() >= deadline || (cfg.count > 0 && records >= per_conn_count);
-            if !done && due.len() < cfg.inflight.max(1) {
-                let slot = match interval {
-                    Some(iv) => {
-                        let slot = start + iv.mul_f64(sent_batches as f64);
-                        let now = Instant::now();
-                        if slot > now {
-                            std::thread::sleep(slot - now);
-                        }
-                        slot
-                    }
-                    None => Instant::now(),
-                };
-                let sets: Vec<(i32, &[u8])> = (0..k)
-                    .map(|j| (parts[(sent_batches as usize + j) % parts.len()], &batch[..]))
-                    .collect();
-                c.send(0, PRODUCE_V, |w| {
-                    codec::produce_partitions(w, cfg.acks, 30_000, &cfg.topic, &sets)
-                })?;
-                sent_batches += k as u64;
-                records += (k * cfg.batch_records) as u64;
-                shared.requests.fetch_add(1, Ordering::Relaxed);
-                shared.batches.fetch_add(k as u64, Ordering::Relaxed);
-                if cfg.acks == 0 {
-                    shared
-                        .records
-                        .fetch_add((k * cfg.batch_records) as u64, Ordering::Relaxed);
-                    shared
-                        .bytes
-                        .fetch_add(k as u64 * record_bytes_per_batch, Ordering::Relaxed);
-                } else {
-                    due.push_back(slot);
-                }
-                continue;
-            }
-            if cfg.acks == 0 {
-                break;
-            }
-            let Some(slot) = due.pop_front() else {
-                break;
-            };
-            let mut r = c.recv()?;
-            let (mut taken, mut answered) = (0u64, 0usize);
-            codec::decode_produce_partitions(&mut r, |_, error, _| {
-                answered += 1;
-                if error == 0 {
-                    taken += 1;
-                } else {
-                    shared.note_error(error);
-                    errors += 1;
-                }
-            })?;
-            if answered != k {
-                return Err(ClientError::Kafka(format!(
-                    "a produce response answered {answered} partitions of the {k} its request named"
-                )));
-            }
-            h.record(slot.elapsed().as_micros().max(1) as u64).ok();
-            shared
-                .records
-                .fetch_add(taken * cfg.batch_records as u64, Ordering::Relaxed);
-            shared
-                .bytes
-                .fetch_add(taken * record_bytes_per_batch, Ordering::Relaxed);
+        let k = batches_per_request(cfg2.request_partitions, parts.len());
+        let batch_records = schedule.batch_records(cfg2.batch_records, k);
+        let value = vec![b'x'; cfg2.record_bytes];
+        let values: Vec<&[u8]> = (0..batch_records).map(|_| &value[..]).collect();
+        let batch = Bytes::from(batch::build_batch(
+            ferrite_engine::Offset(0),
+            ferrite_engine::TimestampMs(0),
+            &values,
+        ));
+        let conn = Connection::connect(&addr, "ferrite-bench")?;
+        let run = ConnRun {
+            cfg: &cfg2,
+            parts: &parts,
+            batch: &batch,
+            batch_records,
+            schedule,
+            deadline,
+            count: per_conn_count,
+        };
+        match (cfg2.acks, schedule.is_paced()) {
+            (0, _) => run.unacknowledged(conn, shared),
+            (_, true) => run.open_loop(conn, shared),
+            (_, false) => run.closed_loop(conn, shared),
         }
-        Ok((h, errors))
     })?;
     result.warm_up_records = warm_up_records;
     Ok(result)
+}
+
+/// One connection's share of a produce run.
+struct ConnRun<'a> {
+    cfg: &'a LoadConfig,
+    parts: &'a [i32],
+    batch: &'a Bytes,
+    batch_records: usize,
+    schedule: Schedule,
+    deadline: Instant,
+    /// Records to send (0: no limit).
+    count: u64,
+}
+
+impl ConnRun<'_> {
+    /// Batches per request.
+    fn k(&self) -> usize {
+        batches_per_request(self.cfg.request_partitions, self.parts.len())
+    }
+
+    fn done(&self, records: u64) -> bool {
+        Instant::now() >= self.deadline || (self.count > 0 && records >= self.count)
+    }
+
+    /// Waits until the request carrying records `records..` is due; its
+    /// plan.
+    fn wait_due(&self, start: Instant, records: u64) -> Planned {
+        let n = (self.k() * self.batch_records) as u64;
+        let plan = self.schedule.plan(records, n, start.elapsed());
+        if let Some(wait) = (start + plan.due).checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        plan
+    }
+
+    /// The partitions' batches of the request after `sent_batches`.
+    fn sets(&self, sent_batches: u64) -> Vec<(i32, &[u8])> {
+        (0..self.k())
+            .map(|j| {
+                (
+                    self.parts[(sent_batches as usize + j) % self.parts.len()],
+                    &self.batch[..],
+                )
+            })
+            .collect()
+    }
+
+    fn send(&self, c: &mut ferrite_client::SendHalf, sent_batches: u64) -> Result<(), ClientError> {
+        let sets = self.sets(sent_batches);
+        c.send(0, PRODUCE_V, |w| {
+            codec::produce_partitions(w, self.cfg.acks, 30_000, &self.cfg.topic, &sets)
+        })?;
+        Ok(())
+    }
+
+    /// Takes one produce answer to the request `plan` describes,
+    /// acknowledged at `acked`: counts it, records its records' latencies.
+    fn answered(
+        &self,
+        r: &mut ferrite_protocol::wire::Reader,
+        (plan, acked): (Planned, Duration),
+        (h, errors): (&mut Histogram<u64>, &mut u64),
+        shared: &Shared,
+    ) -> Result<(), ClientError> {
+        let k = self.k();
+        let (mut taken, mut answered) = (0u64, 0usize);
+        codec::decode_produce_partitions(r, |_, error, _| {
+            answered += 1;
+            if error == 0 {
+                taken += 1;
+            } else {
+                shared.note_error(error);
+                *errors += 1;
+            }
+        })?;
+        if answered != k {
+            return Err(ClientError::Kafka(format!(
+                "a produce response answered {answered} partitions of the {k} its request named"
+            )));
+        }
+        let lingered = plan.record(acked, h);
+        shared.timed_records.fetch_add(plan.records, Ordering::Relaxed);
+        shared
+            .lingered_us
+            .fetch_add(lingered.as_micros() as u64, Ordering::Relaxed);
+        let taken_records = taken * plan.records / k as u64;
+        shared.records.fetch_add(taken_records, Ordering::Relaxed);
+        shared
+            .bytes
+            .fetch_add(taken_records * self.cfg.record_bytes as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// As fast as possible: one thread sends while fewer than `inflight`
+    /// requests are unanswered, and reads an answer otherwise (no schedule
+    /// to keep, so no thread of its own for the answers: on two cores it
+    /// would cost throughput).
+    fn closed_loop(&self, mut c: Connection, shared: &Shared) -> Result<(Histogram<u64>, u64), ClientError> {
+        let (mut h, mut errors) = (histogram(), 0u64);
+        let start = Instant::now();
+        let mut unanswered: std::collections::VecDeque<Planned> = Default::default();
+        let (mut sent_batches, mut records) = (0u64, 0u64);
+        loop {
+            if !self.done(records) && unanswered.len() < self.cfg.inflight.max(1) {
+                let plan = self.wait_due(start, records);
+                let sets = self.sets(sent_batches);
+                c.send(0, PRODUCE_V, |w| {
+                    codec::produce_partitions(w, self.cfg.acks, 30_000, &self.cfg.topic, &sets)
+                })?;
+                sent_batches += self.k() as u64;
+                records += plan.records;
+                shared.requests.fetch_add(1, Ordering::Relaxed);
+                shared.batches.fetch_add(self.k() as u64, Ordering::Relaxed);
+                unanswered.push_back(plan);
+                continue;
+            }
+            let Some(plan) = unanswered.pop_front() else {
+                break;
+            };
+            let mut r = c.recv()?;
+            self.answered(&mut r, (plan, start.elapsed()), (&mut h, &mut errors), shared)?;
+        }
+        Ok((h, errors))
+    }
+
+    /// acks=0: records count once sent; no latency.
+    fn unacknowledged(&self, conn: Connection, shared: &Shared) -> Result<(Histogram<u64>, u64), ClientError> {
+        let (mut c, _answers) = conn.split()?;
+        let start = Instant::now();
+        let (mut sent_batches, mut records) = (0u64, 0u64);
+        let per_request = (self.k() * self.batch_records) as u64;
+        while !self.done(records) {
+            self.wait_due(start, records);
+            self.send(&mut c, sent_batches)?;
+            sent_batches += self.k() as u64;
+            records += per_request;
+            shared.requests.fetch_add(1, Ordering::Relaxed);
+            shared.batches.fetch_add(self.k() as u64, Ordering::Relaxed);
+            shared.records.fetch_add(per_request, Ordering::Relaxed);
+            shared
+                .bytes
+                .fetch_add(per_request * self.cfg.record_bytes as u64, Ordering::Relaxed);
+        }
+        Ok((histogram(), 0))
+    }
+
+    /// At a fixed rate: the sender keeps to the schedule, at most
+    /// `inflight` requests unanswered; a thread of its own reads the
+    /// answers and records each record's latency, so an answer is never
+    /// left waiting while the sender sleeps to its next request.
+    fn open_loop(&self, conn: Connection, shared: &Shared) -> Result<(Histogram<u64>, u64), ClientError> {
+        let (mut c, mut answers) = conn.split()?;
+        let inflight = self.cfg.inflight.max(1);
+        let (permits_tx, permits_rx) = std::sync::mpsc::sync_channel::<()>(inflight);
+        for _ in 0..inflight {
+            let _ = permits_tx.send(());
+        }
+        let (planned_tx, planned_rx) = std::sync::mpsc::channel::<Planned>();
+        let start = Instant::now();
+        let k = self.k();
+        std::thread::scope(|scope| {
+            let reader = scope.spawn(move || -> Result<(Histogram<u64>, u64), ClientError> {
+                let (mut h, mut errors) = (histogram(), 0u64);
+                while let Ok(plan) = planned_rx.recv() {
+                    let mut r = answers.recv()?;
+                    self.answered(&mut r, (plan, start.elapsed()), (&mut h, &mut errors), shared)?;
+                    let _ = permits_tx.send(());
+                }
+                Ok((h, errors))
+            });
+            let sent = (|| -> Result<(), ClientError> {
+                let (mut sent_batches, mut records) = (0u64, 0u64);
+                while !self.done(records) {
+                    let plan = self.wait_due(start, records);
+                    if permits_rx.recv().is_err() {
+                        break; // the reader ended (its error is reported)
+                    }
+                    self.send(&mut c, sent_batches)?;
+                    sent_batches += k as u64;
+                    records += plan.records;
+                    shared.requests.fetch_add(1, Ordering::Relaxed);
+                    shared.batches.fetch_add(k as u64, Ordering::Relaxed);
+                    if planned_tx.send(plan).is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            })();
+            drop(planned_tx);
+            let read = reader
+                .join()
+                .unwrap_or_else(|_| Err(ClientError::Kafka("the response reader panicked".into())));
+            sent.and(read)
+        })
+    }
 }
 
 /// Batches in each produce request of a connection serving `served`

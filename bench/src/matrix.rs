@@ -196,6 +196,7 @@ fn run_cell(
         duration: Duration::from_secs_f64(cfg.seconds),
         count: 0,
         rate: cfg.rate,
+        linger: None,
         fetch_max_bytes: 1 << 20,
         replication_factor: rf,
         topic_configs: configs,

@@ -317,6 +317,7 @@ fn produce(cfg: &PartitionsConfig, bootstrap: &str, topics: &[(String, i32)]) ->
             duration: Duration::from_secs_f64(cfg.seconds),
             count: 0,
             rate: 0,
+            linger: None,
             fetch_max_bytes: 1 << 20,
             replication_factor: cfg.replication_factor,
             topic_configs: Vec::new(),

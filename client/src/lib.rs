@@ -118,21 +118,33 @@ impl Connection {
 
     /// The next response, positioned after its header.
     pub fn recv(&mut self) -> Result<Reader, ClientError> {
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).map_err(|e| self.io(e))?;
-        let size = i32::from_be_bytes(size).max(0) as usize;
-        if size > RESPONSE_BYTES_MAX {
-            return Err(ClientError::TooLarge(size));
-        }
-        let mut buf = vec![0u8; size];
-        self.stream.read_exact(&mut buf).map_err(|e| self.io(e))?;
-        let mut r = Reader::new(Bytes::from(buf));
-        let got = codec::response_correlation(&mut r)?;
         let expected = self.awaiting.pop_front().unwrap_or(-1);
-        if got != expected {
-            return Err(ClientError::Correlation { expected, got });
+        read_response(&mut self.stream, &self.addr, expected)
+    }
+
+    /// Splits the connection into a half that sends and a half that
+    /// receives, each for its own thread: a sender that keeps to a
+    /// schedule must not wait for answers (an open-loop load). Responses
+    /// still come in request order.
+    pub fn split(self) -> Result<(SendHalf, RecvHalf), ClientError> {
+        let write = self.stream.get_ref().try_clone().map_err(|e| self.io(e))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        for c in &self.awaiting {
+            let _ = tx.send(*c);
         }
-        Ok(r)
+        let send = SendHalf {
+            stream: write,
+            addr: self.addr.clone(),
+            client_id: self.client_id,
+            correlation: self.correlation,
+            awaiting: tx,
+        };
+        let recv = RecvHalf {
+            stream: self.stream,
+            addr: self.addr,
+            awaiting: rx,
+        };
+        Ok((send, recv))
     }
 
     pub fn call(&mut self, api_key: i16, version: i16, body: impl FnOnce(&mut Writer)) -> Result<Reader, ClientError> {
@@ -162,4 +174,65 @@ impl Connection {
     pub fn inflight(&self) -> usize {
         self.awaiting.len()
     }
+}
+
+/// The sending half of a split [`Connection`].
+pub struct SendHalf {
+    stream: TcpStream,
+    addr: String,
+    client_id: String,
+    correlation: i32,
+    awaiting: std::sync::mpsc::Sender<i32>,
+}
+
+impl SendHalf {
+    /// Sends a request; returns its correlation id.
+    pub fn send(&mut self, api_key: i16, version: i16, body: impl FnOnce(&mut Writer)) -> Result<i32, ClientError> {
+        self.correlation = self.correlation.wrapping_add(1);
+        let f = codec::frame(api_key, version, self.correlation, &self.client_id, body);
+        // Awaited before it can be answered.
+        let _ = self.awaiting.send(self.correlation);
+        self.stream.write_all(&f).map_err(|source| ClientError::Io {
+            addr: self.addr.clone(),
+            source,
+        })?;
+        Ok(self.correlation)
+    }
+}
+
+/// The receiving half of a split [`Connection`].
+pub struct RecvHalf {
+    stream: BufReader<TcpStream>,
+    addr: String,
+    awaiting: std::sync::mpsc::Receiver<i32>,
+}
+
+impl RecvHalf {
+    /// The next response, positioned after its header.
+    pub fn recv(&mut self) -> Result<Reader, ClientError> {
+        let expected = self.awaiting.try_recv().unwrap_or(-1);
+        read_response(&mut self.stream, &self.addr, expected)
+    }
+}
+
+/// Reads one response frame and checks that it answers `expected`.
+fn read_response(stream: &mut BufReader<TcpStream>, addr: &str, expected: i32) -> Result<Reader, ClientError> {
+    let io = |source| ClientError::Io {
+        addr: addr.to_string(),
+        source,
+    };
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).map_err(io)?;
+    let size = i32::from_be_bytes(size).max(0) as usize;
+    if size > RESPONSE_BYTES_MAX {
+        return Err(ClientError::TooLarge(size));
+    }
+    let mut buf = vec![0u8; size];
+    stream.read_exact(&mut buf).map_err(io)?;
+    let mut r = Reader::new(Bytes::from(buf));
+    let got = codec::response_correlation(&mut r)?;
+    if got != expected {
+        return Err(ClientError::Correlation { expected, got });
+    }
+    Ok(r)
 }

@@ -93,9 +93,17 @@ enum Command {
         /// 0, 1 or -1 (all).
         #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
         acks: i16,
-        /// Records per second in all; 0 = as fast as possible.
+        /// Records per second in all; 0 = as fast as possible. Each record
+        /// then has its time in an open-loop schedule, and its latency
+        /// runs from that time to its acknowledgement.
         #[arg(long, default_value_t = 0)]
         rate: u64,
+        /// With --rate: a batch leaves this long after its first record's
+        /// time if it has not filled by then (as a client's linger.ms);
+        /// without it batches are always whole. The JSON's linger_ms_mean
+        /// is the part of the latency spent waiting for batches to close.
+        #[arg(long)]
+        linger_ms: Option<f64>,
         /// Seconds of loopback TCP measurement before the run (0 skips it).
         #[arg(long, default_value_t = 2.0)]
         loopback_seconds: f64,
@@ -255,6 +263,7 @@ fn load_config(l: LoadArgs) -> LoadConfig {
         duration: Duration::from_secs_f64(l.duration),
         count: l.count,
         rate: 0,
+        linger: None,
         fetch_max_bytes: 1 << 20,
         replication_factor: 1,
         topic_configs: Vec::new(),
@@ -282,9 +291,11 @@ fn main() {
             request_partitions,
             acks,
             rate,
+            linger_ms,
             loopback_seconds,
         } => {
             let mut cfg = load_config(l);
+            cfg.linger = linger_ms.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0));
             cfg.record_bytes = record_size as usize;
             cfg.batch_records = batch_records;
             cfg.request_partitions = request_partitions;
