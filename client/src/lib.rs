@@ -236,3 +236,50 @@ fn read_response(stream: &mut BufReader<TcpStream>, addr: &str, expected: i32) -
     }
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A split connection's halves, each on its own thread, still pair
+    /// every response with its request; a response out of order is an
+    /// error.
+    #[test]
+    fn the_halves_of_a_split_connection_keep_responses_in_request_order() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // A peer that answers each request with its correlation id, and
+        // the fourth with a wrong one.
+        let peer = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            for i in 0..4 {
+                let mut size = [0u8; 4];
+                s.read_exact(&mut size).unwrap();
+                let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+                s.read_exact(&mut frame).unwrap();
+                let correlation = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+                let answer = if i == 3 { correlation + 7 } else { correlation };
+                let mut out = 4i32.to_be_bytes().to_vec();
+                out.extend_from_slice(&answer.to_be_bytes());
+                s.write_all(&out).unwrap();
+            }
+        });
+        let c = Connection::connect(&addr, "test").unwrap();
+        let (mut send, mut recv) = c.split().unwrap();
+        let reader = std::thread::spawn(move || {
+            for _ in 0..3 {
+                recv.recv().expect("in order");
+            }
+            recv.recv().map(|_| ())
+        });
+        for _ in 0..4 {
+            send.send(18, 0, |_| {}).unwrap();
+        }
+        let last = reader.join().unwrap();
+        assert!(
+            matches!(last, Err(ClientError::Correlation { expected: 4, got: 11 })),
+            "{last:?}"
+        );
+        peer.join().unwrap();
+    }
+}
