@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use crate::error::Result;
 use crate::log::PartitionLog;
-use crate::producer_state::ProducerStates;
+use crate::producer_state::{Decoded, ProducerStates};
 use crate::segment::Segment;
 use crate::txn_state::AbortedTxn;
 use crate::types::Offset;
@@ -38,31 +38,7 @@ pub(crate) async fn rebuild(
     end: Offset,
     txn_indexes: TxnIndexes,
 ) -> Result<ProducerStates> {
-    let snapshot = match ProducerStates::load(dir).await? {
-        Some(d) if d.offset > end => {
-            // It covers batches that are gone (a crash lost them): once the
-            // log grows past it again it would describe other batches.
-            tracing::info!(dir = %dir.display(), snapshot = %d.offset, end = %end,
-                "producer-state snapshot past the log end: removed, the state rebuilt from the log");
-            let path = dir.join(crate::producer_state::FILE_NAME);
-            std::fs::remove_file(&path)
-                .map_err(|e| crate::error::EngineError::io("remove producer-state snapshot", &path, e))?;
-            None
-        }
-        Some(_) if txn_indexes == TxnIndexes::Broken => {
-            tracing::warn!(dir = %dir.display(),
-                "a transaction index did not load: the producer state and every transaction index rebuilt from the log");
-            // Every index is about to be cut and written again: a crash
-            // meanwhile must not find a snapshot that trusts them.
-            let path = dir.join(crate::producer_state::FILE_NAME);
-            std::fs::remove_file(&path)
-                .map_err(|e| crate::error::EngineError::io("remove producer-state snapshot", &path, e))?;
-            crate::checkpoint::sync_dir(dir).await?;
-            None
-        }
-        found => found,
-    };
-    let (from, mut states) = match snapshot {
+    let (from, mut states) = match usable_snapshot(dir, end, txn_indexes).await? {
         Some(d) => {
             // A snapshot of an older version (FPS1-3): the `.txnindex`
             // files are not its, whatever they say (a version with them
@@ -82,44 +58,81 @@ pub(crate) async fn rebuild(
         s.meta_mut().cut_aborted_from(from);
     }
     let mut batches = 0u64;
-    for s in segments {
-        if s.next_offset() <= from {
-            continue;
-        }
-        let reader = s.reader().await?;
-        let size = s.size();
-        let mut pos = if s.base() < from { s.index_lookup(from).1 } else { 0 };
-        while let Some(info) = reader.batch_at(pos, size).await? {
-            if info.base_offset >= end {
-                break;
-            }
-            if info.base_offset >= from {
-                states.record(&info);
-                if info.is_transactional {
-                    let (marker, coordinator_epoch) = match info.is_control {
-                        true => {
-                            let bytes = reader.read_at(pos, info.size).await?;
-                            (
-                                crate::txn_state::marker_if_control(&bytes, &info),
-                                crate::txn_state::coordinator_epoch_of(&bytes, &info),
-                            )
-                        }
-                        false => (None, None),
-                    };
-                    if let Some(aborted) = states.apply_txn(&info, marker) {
-                        s.meta_mut().push_aborted(aborted);
-                    }
-                    states.note_coordinator_epoch(&info, coordinator_epoch);
-                }
-                batches += 1;
-            }
-            pos += info.size as u64;
-        }
+    for s in segments.iter().filter(|s| s.next_offset() > from) {
+        batches += scan_segment(s, (from, end), &mut states).await?;
     }
     if batches > 0 {
         tracing::debug!(dir = %dir.display(), from = %from, batches, producers = states.len(), "producer state rebuilt");
     }
     Ok(states)
+}
+
+/// `dir`'s snapshot, unless it cannot be used: past the log end `end` (a
+/// crash lost batches it covers), or beside a transaction index that did
+/// not load. An unusable one is removed.
+async fn usable_snapshot(dir: &Path, end: Offset, txn_indexes: TxnIndexes) -> Result<Option<Decoded>> {
+    let remove = || {
+        let path = dir.join(crate::producer_state::FILE_NAME);
+        std::fs::remove_file(&path)
+            .map_err(|e| crate::error::EngineError::io("remove producer-state snapshot", &path, e))
+    };
+    match ProducerStates::load(dir).await? {
+        Some(d) if d.offset > end => {
+            // Once the log grows past it again it would describe other
+            // batches.
+            tracing::info!(dir = %dir.display(), snapshot = %d.offset, end = %end,
+                "producer-state snapshot past the log end: removed, the state rebuilt from the log");
+            remove()?;
+            Ok(None)
+        }
+        Some(_) if txn_indexes == TxnIndexes::Broken => {
+            tracing::warn!(dir = %dir.display(),
+                "a transaction index did not load: the producer state and every transaction index rebuilt from the log");
+            // Every index is about to be cut and written again: a crash
+            // meanwhile must not find a snapshot that trusts them.
+            remove()?;
+            crate::checkpoint::sync_dir(dir).await?;
+            Ok(None)
+        }
+        found => Ok(found),
+    }
+}
+
+/// Applies the batches of `s` in `[from, end)` to `states`, entering the
+/// transactions they abort in the segment's transaction index; returns
+/// how many it applied.
+async fn scan_segment(s: &Segment, (from, end): (Offset, Offset), states: &mut ProducerStates) -> Result<u64> {
+    let reader = s.reader().await?;
+    let size = s.size();
+    let mut pos = if s.base() < from { s.index_lookup(from).1 } else { 0 };
+    let mut batches = 0;
+    while let Some(info) = reader.batch_at(pos, size).await? {
+        if info.base_offset >= end {
+            break;
+        }
+        if info.base_offset >= from {
+            states.record(&info);
+            if info.is_transactional {
+                let (marker, coordinator_epoch) = match info.is_control {
+                    true => {
+                        let bytes = reader.read_at(pos, info.size).await?;
+                        (
+                            crate::txn_state::marker_if_control(&bytes, &info),
+                            crate::txn_state::coordinator_epoch_of(&bytes, &info),
+                        )
+                    }
+                    false => (None, None),
+                };
+                if let Some(aborted) = states.apply_txn(&info, marker) {
+                    s.meta_mut().push_aborted(aborted);
+                }
+                states.note_coordinator_epoch(&info, coordinator_epoch);
+            }
+            batches += 1;
+        }
+        pos += info.size as u64;
+    }
+    Ok(batches)
 }
 
 /// Puts an FPS3/FPS2 snapshot's aborted transactions (those below its

@@ -436,37 +436,8 @@ impl ProducerStates {
         let mut at = HEADER_BYTES;
         let mut producers = BTreeMap::new();
         for _ in 0..count {
-            let pid = ProducerId(i64::from_be_bytes(take::<8>(bytes, at)?));
-            let epoch = i16::from_be_bytes(take::<2>(bytes, at + 8)?);
-            let ts = i64::from_be_bytes(take::<8>(bytes, at + 10)?);
-            let (coordinator_epoch, count_at) = match with_coordinator_epochs {
-                true => (i32::from_be_bytes(take::<4>(bytes, at + 18)?), at + 22),
-                false => (-1, at + 18),
-            };
-            let n = *bytes.get(count_at).ok_or("truncated producer")? as usize;
-            if n > BATCHES_KEPT {
-                return Err(format!("producer {pid} claims {n} batches"));
-            }
-            at += producer_bytes;
-            let mut batches = VecDeque::with_capacity(n);
-            for _ in 0..n {
-                batches.push_back(BatchSeq {
-                    first_seq: i32::from_be_bytes(take::<4>(bytes, at)?),
-                    last_seq: i32::from_be_bytes(take::<4>(bytes, at + 4)?),
-                    first_offset: Offset(i64::from_be_bytes(take::<8>(bytes, at + 8)?)),
-                    last_offset: Offset(i64::from_be_bytes(take::<8>(bytes, at + 16)?)),
-                });
-                at += BATCH_BYTES;
-            }
-            producers.insert(
-                pid,
-                ProducerEntry {
-                    epoch,
-                    last_timestamp: TimestampMs(ts),
-                    coordinator_epoch,
-                    batches,
-                },
-            );
+            let (pid, entry) = decode_producer(bytes, &mut at, with_coordinator_epochs)?;
+            producers.insert(pid, entry);
         }
         let (open, legacy_aborted) = match txns {
             TxnLists::None => (TxnState::new(), Vec::new()),
@@ -519,6 +490,48 @@ impl ProducerStates {
         )
         .await
     }
+}
+
+/// One producer of a snapshot, from `at` (moved past it).
+fn decode_producer(
+    bytes: &[u8],
+    at: &mut usize,
+    with_coordinator_epochs: bool,
+) -> std::result::Result<(ProducerId, ProducerEntry), String> {
+    let start = *at;
+    let pid = ProducerId(i64::from_be_bytes(take::<8>(bytes, start)?));
+    let epoch = i16::from_be_bytes(take::<2>(bytes, start + 8)?);
+    let ts = i64::from_be_bytes(take::<8>(bytes, start + 10)?);
+    let (coordinator_epoch, count_at, fixed) = match with_coordinator_epochs {
+        true => (
+            i32::from_be_bytes(take::<4>(bytes, start + 18)?),
+            start + 22,
+            PRODUCER_BYTES,
+        ),
+        false => (-1, start + 18, PRODUCER_BYTES_V2),
+    };
+    let n = *bytes.get(count_at).ok_or("truncated producer")? as usize;
+    if n > BATCHES_KEPT {
+        return Err(format!("producer {pid} claims {n} batches"));
+    }
+    *at += fixed;
+    let mut batches = VecDeque::with_capacity(n);
+    for _ in 0..n {
+        batches.push_back(BatchSeq {
+            first_seq: i32::from_be_bytes(take::<4>(bytes, *at)?),
+            last_seq: i32::from_be_bytes(take::<4>(bytes, *at + 4)?),
+            first_offset: Offset(i64::from_be_bytes(take::<8>(bytes, *at + 8)?)),
+            last_offset: Offset(i64::from_be_bytes(take::<8>(bytes, *at + 16)?)),
+        });
+        *at += BATCH_BYTES;
+    }
+    let entry = ProducerEntry {
+        epoch,
+        last_timestamp: TimestampMs(ts),
+        coordinator_epoch,
+        batches,
+    };
+    Ok((pid, entry))
 }
 
 /// What a snapshot holds of transactions, by its version.

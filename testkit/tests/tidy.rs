@@ -28,7 +28,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("config/src/lib.rs", "apply"),
     ("broker/src/cluster/zk_thread.rs", "serve"),
     ("engine/src/recovery.rs", "open_with_report"),
-    ("bench/src/load.rs", "produce"),
     ("broker/src/cluster/fetcher.rs", "fetch"),
     ("bench/src/engine_run.rs", "engine_append_on_shard"),
     ("broker/src/cluster/admin.rs", "cluster_admin"),
