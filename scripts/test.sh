@@ -124,6 +124,16 @@ assert p["records"] >= 20000, p
 assert 0.3 <= p["linger_ms_mean"] <= 1.0, p
 assert p["p50_ms"] >= 0.3, p
 PY
+# acks=0: no answers, so what the broker appended is read back from it.
+unanswered=$(target/release/ferrite-bench produce --bootstrap "127.0.0.1:$port" --topic smoke-acks0 --partitions 4 \
+  --connections 2 --acks 0 --count 100000 --duration 60 --loopback-seconds 0 | tail -n 1)
+echo "$unanswered"
+python3 - "$unanswered" <<'PY'
+import json, sys
+p = json.loads(sys.argv[1])
+assert p["sent_records"] >= 100000, p
+assert p["records"] == p["sent_records"], f"the broker appended {p['records']} of {p['sent_records']} sent"
+PY
 kill -TERM $broker_pid
 wait $broker_pid
 trap 'rm -rf "$smoke_dir"' EXIT

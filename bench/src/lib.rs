@@ -6,6 +6,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod appended;
 pub mod cold_read;
 pub mod disk_busy;
 pub mod engine_run;

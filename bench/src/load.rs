@@ -76,6 +76,9 @@ pub struct LoadResult {
     /// Mean time a record waited for its batch to close (linger), in the
     /// latency (produce at a fixed rate).
     pub linger_ms_mean: f64,
+    /// acks=0: the records the client sent; `records` (and the rate) are
+    /// then what the broker appended, until it stopped appending.
+    pub sent_records: Option<u64>,
 }
 
 impl LoadResult {
@@ -122,6 +125,7 @@ impl LoadResult {
             json["batches_per_request"] = serde_json::json!(r2(per_request));
             json["linger_ms"] = serde_json::json!(cfg.linger.map(|l| r2(l.as_secs_f64() * 1e3)));
             json["linger_ms_mean"] = serde_json::json!((self.linger_ms_mean * 1000.0).round() / 1000.0);
+            json["sent_records"] = serde_json::json!(self.sent_records);
         }
         json
     }
@@ -254,6 +258,7 @@ where
         linger_ms_mean: shared.lingered_us.load(Ordering::Relaxed) as f64
             / 1000.0
             / shared.timed_records.load(Ordering::Relaxed).max(1) as f64,
+        sent_records: None,
     })
 }
 
@@ -334,7 +339,13 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
     let schedule = Schedule::new(per_conn_rate, cfg.linger);
     let cfg2 = cfg.clone();
     let (leaders, warm_up_records) = warm_up(cfg, &value)?;
-    let deadline = Instant::now() + cfg.duration;
+    let appended_before = match cfg.acks {
+        0 => Some(crate::appended::log_end_sum(&cfg.topic, &leaders)?),
+        _ => None,
+    };
+    let watch = appended_before.map(|_| crate::appended::Watch::start(&cfg.topic, &leaders));
+    let started = Instant::now();
+    let deadline = started + cfg.duration;
     let per_conn_count = cfg.count.div_ceil(cfg.connections.max(1) as u64);
     let mut result = run_threads(cfg, "produce", move |i, shared| {
         let Some((addr, parts)) = assignment(i, cfg2.connections, &leaders) else {
@@ -366,6 +377,15 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
         }
     })?;
     result.warm_up_records = warm_up_records;
+    if let (Some(before), Some(watch)) = (appended_before, watch) {
+        // acks=0: what the broker appended, and by when, not what was sent.
+        let (after, ended) = watch.finish()?;
+        let appended = u64::try_from(after - before).unwrap_or(0);
+        result.sent_records = Some(result.records);
+        result.records = appended;
+        result.bytes = appended * cfg.record_bytes as u64;
+        result.seconds = ended.duration_since(started).as_secs_f64().max(1e-3);
+    }
     Ok(result)
 }
 

@@ -90,7 +90,9 @@ enum Command {
         /// reaches it. The JSON's batches_per_request is what was sent.
         #[arg(long, default_value_t = 0)]
         request_partitions: usize,
-        /// 0, 1 or -1 (all).
+        /// 0, 1 or -1 (all). With 0 nothing is answered: records_per_sec
+        /// is then what the broker appended (its log end offsets, read
+        /// back until they stop moving) and sent_records what was sent.
         #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
         acks: i16,
         /// Records per second in all; 0 = as fast as possible. Each record
