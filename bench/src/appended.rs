@@ -4,7 +4,7 @@
 //! says only how fast it pushed bytes into its sockets, not what the
 //! broker took in.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,54 +41,70 @@ pub fn log_end_sum(topic: &str, leaders: &[String]) -> Result<i64, ClientError> 
 
 /// How often the sum is read.
 const POLL: Duration = Duration::from_millis(50);
-/// Reads that must agree, once the run is over, before the sum counts as
-/// settled.
-const STILL_READS: u32 = 4;
+/// Once the run is over, the sum counts as final when it reaches what was
+/// sent, or has not moved for this long (records lost or refused).
+const STILL_AFTER_RUN: Duration = Duration::from_secs(2);
 /// The longest wait for it after the run.
 const SETTLE_WAIT_MAX: Duration = Duration::from_secs(30);
 
 /// Reads the sum every [`POLL`] from its start (beside the run, so that
 /// when the appends ended is known within a poll, whenever the run's
-/// threads are joined).
+/// threads are joined). A read that fails is skipped.
 pub struct Watch {
-    over: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Result<(i64, Instant), ClientError>>,
+    /// The sum the run must reach (the start plus what was sent), once
+    /// the run is over; `i64::MIN` until then.
+    target: Arc<AtomicI64>,
+    thread: Option<std::thread::JoinHandle<(i64, Instant)>>,
 }
 
 impl Watch {
-    pub fn start(topic: &str, leaders: &[String]) -> Watch {
-        let over = Arc::new(AtomicBool::new(false));
-        let (topic, leaders, flag) = (topic.to_string(), leaders.to_vec(), over.clone());
-        let thread = std::thread::spawn(move || -> Result<(i64, Instant), ClientError> {
-            let mut last = log_end_sum(&topic, &leaders)?;
-            let mut seen_at = Instant::now();
-            let mut still = 0;
+    /// Starts watching from `before`, the sum before the run.
+    pub fn start(topic: &str, leaders: &[String], before: i64) -> Watch {
+        let target = Arc::new(AtomicI64::new(i64::MIN));
+        let (topic, leaders, wanted) = (topic.to_string(), leaders.to_vec(), target.clone());
+        let thread = std::thread::spawn(move || {
+            let (mut last, mut seen_at) = (before, Instant::now());
             let mut over_since: Option<Instant> = None;
             loop {
                 std::thread::sleep(POLL);
-                let now = log_end_sum(&topic, &leaders)?;
-                if now == last {
-                    still += 1;
-                } else {
-                    (last, seen_at, still) = (now, Instant::now(), 0);
-                }
-                if flag.load(Ordering::Relaxed) {
-                    let since = *over_since.get_or_insert_with(Instant::now);
-                    if still >= STILL_READS || since.elapsed() > SETTLE_WAIT_MAX {
-                        return Ok((last, seen_at));
+                if let Ok(now) = log_end_sum(&topic, &leaders) {
+                    if now != last {
+                        (last, seen_at) = (now, Instant::now());
                     }
+                }
+                let target = wanted.load(Ordering::Relaxed);
+                if target == i64::MIN {
+                    continue;
+                }
+                let since = *over_since.get_or_insert_with(Instant::now);
+                let still = seen_at.elapsed() > STILL_AFTER_RUN && since.elapsed() > STILL_AFTER_RUN;
+                if last >= target || still || since.elapsed() > SETTLE_WAIT_MAX {
+                    return (last, seen_at);
                 }
             }
         });
-        Watch { over, thread }
+        Watch {
+            target,
+            thread: Some(thread),
+        }
     }
 
-    /// Once the run is over: the sum once it stopped moving, and when it
-    /// reached that value.
-    pub fn finish(self) -> Result<(i64, Instant), ClientError> {
-        self.over.store(true, Ordering::Relaxed);
-        self.thread
-            .join()
-            .unwrap_or_else(|_| Err(ClientError::Kafka("the log end watcher panicked".into())))
+    /// Once the run is over, `sent` records later: the sum once it reached
+    /// `before + sent` (or stopped moving), and when it reached that value.
+    pub fn finish(mut self, before: i64, sent: u64) -> Result<(i64, Instant), ClientError> {
+        let target = before.saturating_add(i64::try_from(sent).unwrap_or(i64::MAX));
+        self.target.store(target, Ordering::Relaxed);
+        let thread = self.thread.take();
+        thread
+            .map(|t| t.join())
+            .unwrap_or_else(|| Ok((before, Instant::now())))
+            .map_err(|_| ClientError::Kafka("the log end watcher panicked".into()))
+    }
+}
+
+impl Drop for Watch {
+    /// A run that failed: the watcher stops at its next read.
+    fn drop(&mut self) {
+        self.target.store(i64::MIN + 1, Ordering::Relaxed);
     }
 }

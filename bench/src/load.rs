@@ -343,7 +343,7 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
         0 => Some(crate::appended::log_end_sum(&cfg.topic, &leaders)?),
         _ => None,
     };
-    let watch = appended_before.map(|_| crate::appended::Watch::start(&cfg.topic, &leaders));
+    let watch = appended_before.map(|before| crate::appended::Watch::start(&cfg.topic, &leaders, before));
     let started = Instant::now();
     let deadline = started + cfg.duration;
     let per_conn_count = cfg.count.div_ceil(cfg.connections.max(1) as u64);
@@ -379,7 +379,7 @@ pub fn produce(cfg: &LoadConfig) -> Result<LoadResult, ClientError> {
     result.warm_up_records = warm_up_records;
     if let (Some(before), Some(watch)) = (appended_before, watch) {
         // acks=0: what the broker appended, and by when, not what was sent.
-        let (after, ended) = watch.finish()?;
+        let (after, ended) = watch.finish(before, result.records)?;
         let appended = u64::try_from(after - before).unwrap_or(0);
         result.sent_records = Some(result.records);
         result.records = appended;
@@ -412,14 +412,17 @@ impl ConnRun<'_> {
     }
 
     /// Waits until the request carrying records `records..` is due; its
-    /// plan.
-    fn wait_due(&self, start: Instant, records: u64) -> Planned {
+    /// plan (`None`: it would be due past the run's end).
+    fn wait_due(&self, start: Instant, records: u64) -> Option<Planned> {
         let n = (self.k() * self.batch_records) as u64;
         let plan = self.schedule.plan(records, n, start.elapsed());
+        if start + plan.due > self.deadline {
+            return None;
+        }
         if let Some(wait) = (start + plan.due).checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
-        plan
+        Some(plan)
     }
 
     /// The partitions' batches of the request after `sent_batches`.
@@ -489,9 +492,13 @@ impl ConnRun<'_> {
         let start = Instant::now();
         let mut unanswered: std::collections::VecDeque<Planned> = Default::default();
         let (mut sent_batches, mut records) = (0u64, 0u64);
+        let mut ended = false;
         loop {
-            if !self.done(records) && unanswered.len() < self.cfg.inflight.max(1) {
-                let plan = self.wait_due(start, records);
+            if !ended && !self.done(records) && unanswered.len() < self.cfg.inflight.max(1) {
+                let Some(plan) = self.wait_due(start, records) else {
+                    ended = true;
+                    continue;
+                };
                 let sets = self.sets(sent_batches);
                 c.send(0, PRODUCE_V, |w| {
                     codec::produce_partitions(w, self.cfg.acks, 30_000, &self.cfg.topic, &sets)
@@ -519,7 +526,9 @@ impl ConnRun<'_> {
         let (mut sent_batches, mut records) = (0u64, 0u64);
         let per_request = (self.k() * self.batch_records) as u64;
         while !self.done(records) {
-            self.wait_due(start, records);
+            if self.wait_due(start, records).is_none() {
+                break;
+            }
             self.send(&mut c, sent_batches)?;
             sent_batches += self.k() as u64;
             records += per_request;
@@ -560,7 +569,9 @@ impl ConnRun<'_> {
             let sent = (|| -> Result<(), ClientError> {
                 let (mut sent_batches, mut records) = (0u64, 0u64);
                 while !self.done(records) {
-                    let plan = self.wait_due(start, records);
+                    let Some(plan) = self.wait_due(start, records) else {
+                        break;
+                    };
                     if permits_rx.recv().is_err() {
                         break; // the reader ended (its error is reported)
                     }

@@ -5,9 +5,11 @@
 //! At a fixed rate, record `i` of a connection is *intended* at `i /
 //! rate` after the start, whatever happened to the records before it. A
 //! request carries a contiguous run of records and is due once its last
-//! record is intended, or a linger after its first, whichever comes first
-//! (as a real client's batch closes when full or when `linger.ms` has
-//! passed). A record's latency runs from its intended time to the
+//! record is intended: a linger (a real client's `linger.ms`) makes the
+//! batches smaller, so that a request's records are all intended within
+//! it — down to one record a batch, below which a request waits for its
+//! last record (nothing is sent before it is meant to exist). A record's
+//! latency runs from its intended time to the
 //! acknowledgement of its request: a stalled acknowledgement is charged to
 //! every record it delayed, and a sender that falls behind is charged for
 //! it too (coordinated omission corrected, as wrk2 and the OpenMessaging
@@ -79,12 +81,11 @@ impl Schedule {
         };
         let first_intended = spacing.mul_f64(first as f64);
         let fill = spacing.mul_f64((records - 1) as f64);
-        let wait = self.linger.map_or(fill, |l| fill.min(l));
         Planned {
             first_intended,
             spacing,
             records,
-            due: first_intended + wait,
+            due: first_intended + fill,
         }
     }
 }
@@ -132,7 +133,8 @@ mod tests {
         );
         assert_eq!(lingering.batch_records(10, 2), 2, "two batches fill side by side");
         assert_eq!(lingering.batch_records(10, 9), 1);
-        assert_eq!(lingering.plan(20, 10, Duration::ZERO).due, Duration::from_millis(24));
+        // Never before its last record is intended, linger or not.
+        assert_eq!(lingering.plan(20, 10, Duration::ZERO).due, Duration::from_millis(29));
         assert_eq!(lingering.plan(20, 4, Duration::ZERO).due, Duration::from_millis(23));
         assert_eq!(
             Schedule::new(1000.0, Some(Duration::from_secs(1))).batch_records(10, 1),

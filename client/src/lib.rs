@@ -208,9 +208,14 @@ pub struct RecvHalf {
 }
 
 impl RecvHalf {
-    /// The next response, positioned after its header.
+    /// The next response, positioned after its header; waits for its
+    /// request to be sent first (an error once the sending half is gone
+    /// with nothing awaited).
     pub fn recv(&mut self) -> Result<Reader, ClientError> {
-        let expected = self.awaiting.try_recv().unwrap_or(-1);
+        let expected = self
+            .awaiting
+            .recv()
+            .map_err(|_| ClientError::Kafka(format!("{}: no request awaits an answer", self.addr)))?;
         read_response(&mut self.stream, &self.addr, expected)
     }
 }

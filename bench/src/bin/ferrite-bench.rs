@@ -85,9 +85,10 @@ enum Command {
         /// partitions in turn (at most as many as it serves; 0 = one for
         /// each, as the Java client and kafka-python send a broker every
         /// partition's ready batch in one request; librdkafka sends one
-        /// partition per request, which is 1). With --rate, k batches leave
-        /// together every k slots. --count stops at the first request that
-        /// reaches it. The JSON's batches_per_request is what was sent.
+        /// partition per request, which is 1). With --rate, a request of k
+        /// batches leaves when its last record is due. --count stops at the
+        /// first request that reaches it. The JSON's batches_per_request is
+        /// what was sent.
         #[arg(long, default_value_t = 0)]
         request_partitions: usize,
         /// 0, 1 or -1 (all). With 0 nothing is answered: records_per_sec
@@ -100,10 +101,11 @@ enum Command {
         /// runs from that time to its acknowledgement.
         #[arg(long, default_value_t = 0)]
         rate: u64,
-        /// With --rate: a batch leaves this long after its first record's
-        /// time if it has not filled by then (as a client's linger.ms);
-        /// without it batches are always whole. The JSON's linger_ms_mean
-        /// is the part of the latency spent waiting for batches to close.
+        /// With --rate: batches hold only the records due within this long
+        /// of a request's first (as a client's linger.ms closes them), at
+        /// least one record each; without it batches are always whole. The
+        /// JSON's linger_ms_mean is the part of the latency spent waiting
+        /// for batches to close.
         #[arg(long)]
         linger_ms: Option<f64>,
         /// Seconds of loopback TCP measurement before the run (0 skips it).
