@@ -38,25 +38,26 @@ pub(crate) async fn rebuild(
     end: Offset,
     txn_indexes: TxnIndexes,
 ) -> Result<ProducerStates> {
-    let (from, mut states) = match usable_snapshot(dir, end, txn_indexes).await? {
+    let snapshot = usable_snapshot(dir, end, txn_indexes).await?;
+    // The entries the snapshot vouches for: those below its offset, if it
+    // was written by a version that keeps `.txnindex` files. A snapshot of
+    // an older version (FPS1-3) vouches for none (a version with them may
+    // have run before it, and its truncations and cleanings did not keep
+    // them): they are rebuilt from its list and the batches after it.
+    let trusted_below = match &snapshot {
+        Some(d) if d.txn_indexes_kept => d.offset,
+        _ => Offset::ZERO,
+    };
+    for s in segments {
+        s.meta_mut().cut_aborted_from(trusted_below);
+    }
+    let (from, mut states) = match snapshot {
         Some(d) => {
-            // A snapshot of an older version (FPS1-3): the `.txnindex`
-            // files are not its, whatever they say (a version with them
-            // may have run before it, and its truncations and cleanings
-            // did not keep them): they are rebuilt from its list and the
-            // batches after it.
-            let trusted_below = if d.txn_indexes_kept { d.offset } else { Offset::ZERO };
-            for s in segments {
-                s.meta_mut().cut_aborted_from(trusted_below);
-            }
             place_legacy(segments, &d.legacy_aborted, d.offset).await?;
             (d.offset, d.states)
         }
         None => (Offset::ZERO, ProducerStates::new()),
     };
-    for s in segments {
-        s.meta_mut().cut_aborted_from(from);
-    }
     let mut batches = 0u64;
     for s in segments.iter().filter(|s| s.next_offset() > from) {
         batches += scan_segment(s, (from, end), &mut states).await?;
